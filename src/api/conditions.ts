@@ -1,0 +1,54 @@
+// Condition types and reasons of our two kinds. Reasons are CamelCase, stable, and documented in the
+// README's troubleshooting table; alerts and tests key on them.
+
+export const CONDITION_READY = 'Ready';
+export const CONDITION_VALIDATED = 'Validated';
+export const CONDITION_TRANSFERRED = 'Transferred';
+
+export const SourceReason = {
+  Connected: 'Connected',
+  Connecting: 'Connecting',
+  ConnectionFailed: 'ConnectionFailed',
+  AuthenticationFailed: 'AuthenticationFailed',
+  InvalidCACertificate: 'InvalidCACertificate',
+  CredentialsMissing: 'CredentialsMissing',
+  VDDKNotConfigured: 'VDDKNotConfigured',
+  ForkliftNotInstalled: 'ForkliftNotInstalled',
+  HostUnreachable: 'HostUnreachable',
+  Deleting: 'Deleting',
+} as const;
+export type SourceReason = (typeof SourceReason)[keyof typeof SourceReason];
+
+export const TaskReason = {
+  // progress
+  Pending: 'Pending',
+  SourceNotReady: 'SourceNotReady',
+  SourceNotFound: 'SourceNotFound',
+  Validating: 'Validating',
+  Transferring: 'Transferring',
+  Converting: 'Converting',
+  Stalled: 'Stalled',
+  Creating: 'Creating',
+  Succeeded: 'Succeeded',
+  ForkliftNotInstalled: 'ForkliftNotInstalled',
+  // preflight (terminal: the user must change something)
+  StorageClassNotFound: 'StorageClassNotFound',
+  StorageClassWaitForFirstConsumer: 'StorageClassWaitForFirstConsumer',
+  NoDefaultStorageClass: 'NoDefaultStorageClass',
+  InvalidOutputName: 'InvalidOutputName',
+  OutputExists: 'OutputExists',
+  HostAddressInServiceCIDR: 'HostAddressInServiceCIDR',
+  QuotaExceeded: 'QuotaExceeded',
+  VMNotFound: 'VMNotFound',
+  // engine failures, translated
+  PlanNotValid: 'PlanNotValid',
+  HostUnreachable: 'HostUnreachable',
+  TransferFailed: 'TransferFailed',
+  VDDKNotConfigured: 'VDDKNotConfigured',
+  EngineReportedSuccessWithoutOutput: 'EngineReportedSuccessWithoutOutput',
+  OutputRejected: 'OutputRejected',
+  Canceled: 'Canceled',
+  Failed: 'Failed',
+  PartiallyFailed: 'PartiallyFailed',
+} as const;
+export type TaskReason = (typeof TaskReason)[keyof typeof TaskReason];

@@ -1,0 +1,62 @@
+// The one place that defines every label, annotation, finalizer and name this project stamps.
+import { GROUP } from './types.ts';
+
+export const FINALIZER = `${GROUP}/finalizer`;
+
+/** Marks everything we create. */
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY_VALUE = 'migration-controller';
+
+/** Cozystack's marker for the projected credentials Secret; a same-named Secret without it is foreign. */
+export const LABEL_COZY_MANAGED_BY = 'apps.cozystack.io/managed-by';
+export const COZY_MANAGED_BY_VALUE = 'cozystack-migration';
+
+export const LABEL_SOURCE = `${GROUP}/source`;
+export const LABEL_SOURCE_UID = `${GROUP}/source-uid`;
+export const LABEL_TASK = `${GROUP}/task`;
+export const LABEL_TASK_UID = `${GROUP}/task-uid`;
+/** Source VM id (vm-N) an output was imported from. */
+export const LABEL_VM_ID = `${GROUP}/vm-id`;
+/** Disk index in source order. */
+export const LABEL_DISK_INDEX = `${GROUP}/disk-index`;
+export const LABEL_HOST_ID = `${GROUP}/host-id`;
+
+/** Annotation on the inventory ConfigMap when the VM list was capped. */
+export const ANNOTATION_INVENTORY_TRUNCATED = `${GROUP}/inventory-truncated`;
+
+// Forklift's Secret webhooks only act on Secrets with these labels (forklift-contract.md).
+export const FORKLIFT_LABEL_RESOURCE_TYPE = 'createdForResourceType';
+export const FORKLIFT_LABEL_PROVIDER_TYPE = 'createdForProviderType';
+
+// CDI adoption (cozystack-platform.md, handoff step 4).
+export const CDI_POPULATED_FOR = 'cdi.kubevirt.io/storage.populatedFor';
+export const CDI_ALLOW_CLAIM_ADOPTION = 'cdi.kubevirt.io/allowClaimAdoption';
+
+// Names. Kubernetes object names in a namespace are limited to 253 (most kinds) or 63 (labels and
+// DNS-1123 labels); we keep every child name within 63 so it is also a valid label value.
+export const MAX_CHILD_NAME = 63;
+
+export function credentialsSecretName(source: string): string {
+  return `vmimport-${source}-credentials`;
+}
+
+export function inventoryConfigMapName(source: string): string {
+  return `vmimport-inventory-${source}`;
+}
+
+/** Aggregated-API prefixes: each VMDisk/VMInstance is a HelmRelease named <prefix><name>. */
+export const VMDISK_RELEASE_PREFIX = 'vm-disk-';
+export const VMINSTANCE_RELEASE_PREFIX = 'vm-instance-';
+/** Helm release names are limited to 53 characters. */
+export const HELM_RELEASE_MAX = 53;
+export const VMDISK_NAME_MAX = HELM_RELEASE_MAX - VMDISK_RELEASE_PREFIX.length; // 45
+export const VMINSTANCE_NAME_MAX = HELM_RELEASE_MAX - VMINSTANCE_RELEASE_PREFIX.length; // 41
+
+export function vmDiskName(vmName: string, index: number): string {
+  return `${vmName}-disk-${index}`;
+}
+
+/** The claim and DataVolume a VMDisk's chart expects. */
+export function vmDiskClaimName(diskName: string): string {
+  return `${VMDISK_RELEASE_PREFIX}${diskName}`;
+}

@@ -1,0 +1,198 @@
+// Types of our two kinds, forklift.cozystack.io/v1alpha1 VMImportSource and VMImportTask.
+// The CRD schemas in crds/ are the wire contract; these types mirror them field for field.
+
+export const GROUP = 'forklift.cozystack.io';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND_SOURCE = 'VMImportSource';
+export const KIND_TASK = 'VMImportTask';
+export const PLURAL_SOURCE = 'vmimportsources';
+export const PLURAL_TASK = 'vmimporttasks';
+
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: OwnerReference[];
+  generateName?: string;
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** Kubernetes API-conventions condition. */
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// VMImportSource
+// ---------------------------------------------------------------------------------------------------
+
+export interface TLSCredentials {
+  username: string;
+  password: string;
+  /** PEM CA that signed the endpoint's certificate. Exactly one of caCert / insecureSkipVerify. */
+  caCert?: string;
+  insecureSkipVerify?: boolean;
+}
+
+export interface SourceHost {
+  /** ESXi host managed-object id as the VM inventory names it (host-N). */
+  id: string;
+  /** An address the cluster can reach (IP or DNS name). */
+  address: string;
+  /** The ESXi host's own account (not the vCenter one). */
+  credentials: TLSCredentials;
+}
+
+export interface VMImportSourceSpec {
+  type: 'vsphere';
+  url: string;
+  credentials: TLSCredentials;
+  hosts?: SourceHost[];
+}
+
+export interface SourceHostStatus {
+  id: string;
+  address: string;
+  ready: boolean;
+  reason?: string;
+  message?: string;
+}
+
+export interface VMImportSourceStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  /** The Forklift source Provider's observed state. */
+  provider?: {
+    name?: string;
+    uid?: string;
+    phase?: string;
+    fingerprint?: string;
+  };
+  hosts?: SourceHostStatus[];
+  /** Number of VMs the inventory reports (published in the inventory ConfigMap). */
+  vmCount?: number;
+}
+
+export interface VMImportSource {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND_SOURCE;
+  metadata: ObjectMeta;
+  spec: VMImportSourceSpec;
+  status?: VMImportSourceStatus;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// VMImportTask
+// ---------------------------------------------------------------------------------------------------
+
+export interface TaskVM {
+  /** vSphere managed-object reference (vm-N). */
+  id: string;
+  /** Name of the resulting VMInstance; defaults to the source VM name sanitised to fit. */
+  name?: string;
+  instanceType?: string;
+  instanceProfile?: string;
+}
+
+export interface TaskNetworkMapping {
+  /** Source network id (network-N / dvportgroup-N) or name. */
+  source: string;
+  /** `pod` (default for unmapped networks) or `multus` with `name` (a NetworkAttachmentDefinition in the task's namespace). */
+  type: 'pod' | 'multus';
+  name?: string;
+}
+
+export interface VMImportTaskSpec {
+  sourceRef: { name: string };
+  vms: TaskVM[];
+  /** Empty → the cluster default class. Must bind Immediate. */
+  storageClass?: string;
+  networks?: TaskNetworkMapping[];
+}
+
+export const TASK_PHASES = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;
+export type TaskPhase = (typeof TASK_PHASES)[number];
+
+export const VM_PHASES = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;
+export type VMPhase = (typeof VM_PHASES)[number];
+
+export interface DiskStatus {
+  /** Index in source order. */
+  index: number;
+  /** VMDisk name `<vm>-disk-<i>`. */
+  vmDisk: string;
+  /** PersistentVolume filled by the transfer. */
+  volumeName?: string;
+  /** The transferred claim (Forklift's), before handoff. */
+  transferClaim?: string;
+  capacityBytes?: number;
+  /** Handoff checkpoint reached for this disk (see src/controllers/handoff/steps.ts). */
+  handoff?: string;
+}
+
+export interface VMStatus {
+  id: string;
+  name: string;
+  phase: VMPhase;
+  reason?: string;
+  message?: string;
+  progress?: number;
+  bytesTotal?: number;
+  bytesDone?: number;
+  bytesPerSecond?: number;
+  etaSeconds?: number;
+  vmInstance?: string;
+  disks?: DiskStatus[];
+  downtimeSeconds?: number;
+  /** Forklift Plan built for this VM. */
+  plan?: string;
+  timestamps?: {
+    started?: string;
+    sourcePoweredOff?: string;
+    transferred?: string;
+    completed?: string;
+  };
+}
+
+export interface VMImportTaskStatus {
+  observedGeneration?: number;
+  phase?: TaskPhase;
+  conditions?: Condition[];
+  startedAt?: string;
+  completedAt?: string;
+  message?: string;
+  /** The storage class resolved on first reconcile; frozen afterwards. */
+  storageClass?: string;
+  /** Aggregate progress 0–100 (printer column). */
+  progress?: number;
+  vms?: VMStatus[];
+}
+
+export interface VMImportTask {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND_TASK;
+  metadata: ObjectMeta;
+  spec: VMImportTaskSpec;
+  status?: VMImportTaskStatus;
+}

@@ -1,0 +1,48 @@
+// Every kind the controller reads or writes, as group/version/resource. Optional kinds (Forklift, CDI,
+// KubeVirt, Cozystack apps) may be absent or appear later: see `optional`.
+export interface GVR {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+  /** The kind may not be installed; never block start-up on it. */
+  optional?: boolean;
+}
+
+const g = (group: string, version: string, plural: string, kind: string, namespaced = true, optional = false): GVR => ({ group, version, plural, kind, namespaced, optional });
+
+export const GVRs = {
+  // ours
+  VMImportSource: g('forklift.cozystack.io', 'v1alpha1', 'vmimportsources', 'VMImportSource'),
+  VMImportTask: g('forklift.cozystack.io', 'v1alpha1', 'vmimporttasks', 'VMImportTask'),
+  // core
+  Namespace: g('', 'v1', 'namespaces', 'Namespace', false),
+  Secret: g('', 'v1', 'secrets', 'Secret'),
+  ConfigMap: g('', 'v1', 'configmaps', 'ConfigMap'),
+  Event: g('', 'v1', 'events', 'Event'),
+  Service: g('', 'v1', 'services', 'Service'),
+  PersistentVolumeClaim: g('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
+  PersistentVolume: g('', 'v1', 'persistentvolumes', 'PersistentVolume', false),
+  ResourceQuota: g('', 'v1', 'resourcequotas', 'ResourceQuota'),
+  StorageClass: g('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
+  Lease: g('coordination.k8s.io', 'v1', 'leases', 'Lease'),
+  CustomResourceDefinition: g('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
+  ServiceCIDR: g('networking.k8s.io', 'v1', 'servicecidrs', 'ServiceCIDR', false, true),
+  // Forklift (forklift-contract.md)
+  Provider: g('forklift.konveyor.io', 'v1beta1', 'providers', 'Provider', true, true),
+  Host: g('forklift.konveyor.io', 'v1beta1', 'hosts', 'Host', true, true),
+  NetworkMap: g('forklift.konveyor.io', 'v1beta1', 'networkmaps', 'NetworkMap', true, true),
+  StorageMap: g('forklift.konveyor.io', 'v1beta1', 'storagemaps', 'StorageMap', true, true),
+  Plan: g('forklift.konveyor.io', 'v1beta1', 'plans', 'Plan', true, true),
+  Migration: g('forklift.konveyor.io', 'v1beta1', 'migrations', 'Migration', true, true),
+  // CDI, KubeVirt, Cozystack
+  DataVolume: g('cdi.kubevirt.io', 'v1beta1', 'datavolumes', 'DataVolume', true, true),
+  VirtualMachine: g('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine', true, true),
+  VMDisk: g('apps.cozystack.io', 'v1alpha1', 'vmdisks', 'VMDisk', true, true),
+  VMInstance: g('apps.cozystack.io', 'v1alpha1', 'vminstances', 'VMInstance', true, true),
+} as const satisfies Record<string, GVR>;
+
+export function gvrKey(gvr: GVR): string {
+  return `${gvr.group || 'core'}/${gvr.version}/${gvr.plural}`;
+}

@@ -1,0 +1,334 @@
+// A thin REST client for plain-JSON Kubernetes objects. client-node supplies configuration and
+// authentication (KubeConfig.applyToHTTPSOptions); requests go over one keep-alive https.Agent.
+// Every object is plain JSON: Forklift, CDI, KubeVirt and Cozystack kinds have no generated types here,
+// and round-tripping through a typed model would drop fields we do not know (forklift-contract.md).
+import https from 'node:https';
+import http from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { GVR } from './gvr.ts';
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }>;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+    creationTimestamp?: string;
+    generateName?: string;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
+export interface KubeList<T> {
+  items: T[];
+  metadata: { resourceVersion?: string; continue?: string };
+}
+
+export class ApiError extends Error {
+  readonly code: number;
+  readonly reason: string;
+  readonly details: unknown;
+  constructor(code: number, reason: string, message: string, details?: unknown) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.reason = reason;
+    this.details = details;
+  }
+}
+
+export function isNotFound(e: unknown): boolean {
+  return e instanceof ApiError && e.code === 404;
+}
+export function isConflict(e: unknown): boolean {
+  return e instanceof ApiError && e.code === 409 && e.reason === 'Conflict';
+}
+export function isAlreadyExists(e: unknown): boolean {
+  return e instanceof ApiError && e.code === 409 && e.reason === 'AlreadyExists';
+}
+export function isGone(e: unknown): boolean {
+  return e instanceof ApiError && e.code === 410;
+}
+
+export type PatchType = 'merge' | 'json' | 'apply' | 'strategic';
+const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  apply: 'application/apply-patch+yaml',
+  strategic: 'application/strategic-merge-patch+json',
+};
+
+export interface RequestObserver {
+  (verb: string, gvr: GVR | undefined, code: number, ms: number): void;
+}
+
+export interface KubeClientOptions {
+  /** Field manager stamped on every write. */
+  fieldManager?: string;
+  /** Per-request deadline. */
+  timeoutMs?: number;
+  /** Called after every request (metrics, benchmarks). */
+  observe?: RequestObserver;
+  /** Identifies the client in the API server's audit log. */
+  userAgent?: string;
+}
+
+export function resourcePath(gvr: GVR, namespace?: string, name?: string, subresource?: string): string {
+  const base = gvr.group ? `/apis/${gvr.group}/${gvr.version}` : `/api/${gvr.version}`;
+  const ns = gvr.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  const n = name ? `/${encodeURIComponent(name)}` : '';
+  const sub = subresource ? `/${subresource}` : '';
+  return `${base}${ns}/${gvr.plural}${n}${sub}`;
+}
+
+export class KubeClient {
+  readonly kc: KubeConfig;
+  readonly server: string;
+  private readonly opts: KubeClientOptions;
+  private agent: https.Agent | http.Agent | undefined;
+  private baseOpts: https.RequestOptions | undefined;
+
+  constructor(kc: KubeConfig, opts: KubeClientOptions = {}) {
+    this.kc = kc;
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    this.server = cluster.server.replace(/\/$/, '');
+    this.opts = { fieldManager: 'migration-controller', timeoutMs: 30_000, ...opts };
+  }
+
+  private async requestOptions(): Promise<https.RequestOptions> {
+    // Re-applied per request: token files (projected ServiceAccount tokens) rotate.
+    const o: https.RequestOptions = {};
+    await this.kc.applyToHTTPSOptions(o);
+    if (!this.agent) {
+      const isHttps = this.server.startsWith('https:');
+      this.agent = isHttps
+        ? new https.Agent({ keepAlive: true, maxSockets: 64, ca: o.ca, cert: o.cert, key: o.key, rejectUnauthorized: o.rejectUnauthorized })
+        : new http.Agent({ keepAlive: true, maxSockets: 64 });
+    }
+    this.baseOpts = o;
+    return o;
+  }
+
+  /** Raw request; resolves the parsed JSON body or throws ApiError. */
+  async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', gvr?: GVR, timeoutMs?: number): Promise<T> {
+    const base = await this.requestOptions();
+    const url = new URL(this.server + path);
+    const t0 = performance.now();
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const headers: Record<string, string> = {
+      ...((base.headers as Record<string, string>) ?? {}),
+      Accept: 'application/json',
+      'User-Agent': this.opts.userAgent ?? 'migration-controller',
+    };
+    if (payload !== undefined) {
+      headers['Content-Type'] = contentType;
+      headers['Content-Length'] = String(Buffer.byteLength(payload));
+    }
+    const mod = url.protocol === 'https:' ? https : http;
+    const result = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = mod.request(
+        url,
+        { method, headers, agent: this.agent, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, timeout: timeoutMs ?? this.opts.timeoutMs },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`request timed out: ${method} ${path}`)));
+      req.on('error', reject);
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    }).catch((e: Error) => {
+      this.opts.observe?.(method, gvr, 0, performance.now() - t0);
+      throw new ApiError(0, 'ConnectionError', e.message);
+    });
+    this.opts.observe?.(method, gvr, result.status, performance.now() - t0);
+    let parsed: unknown;
+    try {
+      parsed = result.text ? JSON.parse(result.text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (result.status >= 200 && result.status < 300) return parsed as T;
+    const st = (parsed ?? {}) as { reason?: string; message?: string; details?: unknown };
+    throw new ApiError(result.status, st.reason ?? String(result.status), st.message ?? (result.text.slice(0, 500) || `HTTP ${result.status}`), st.details);
+  }
+
+  async get<T extends KubeObject>(gvr: GVR, namespace: string | undefined, name: string): Promise<T | undefined> {
+    try {
+      return await this.request<T>('GET', resourcePath(gvr, namespace, name), undefined, undefined, gvr);
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+
+  async list<T extends KubeObject>(gvr: GVR, namespace?: string, o: { labelSelector?: string; fieldSelector?: string; limit?: number; continue?: string; resourceVersion?: string } = {}): Promise<KubeList<T>> {
+    const q = new URLSearchParams();
+    if (o.labelSelector) q.set('labelSelector', o.labelSelector);
+    if (o.fieldSelector) q.set('fieldSelector', o.fieldSelector);
+    if (o.limit) q.set('limit', String(o.limit));
+    if (o.continue) q.set('continue', o.continue);
+    if (o.resourceVersion !== undefined) q.set('resourceVersion', o.resourceVersion);
+    const qs = q.toString();
+    return await this.request<KubeList<T>>('GET', resourcePath(gvr, namespace) + (qs ? `?${qs}` : ''), undefined, undefined, gvr);
+  }
+
+  /** Lists every page. */
+  async listAll<T extends KubeObject>(gvr: GVR, namespace?: string, o: { labelSelector?: string; fieldSelector?: string } = {}): Promise<KubeList<T>> {
+    const items: T[] = [];
+    let cont: string | undefined;
+    let rv: string | undefined;
+    do {
+      const page = await this.list<T>(gvr, namespace, { ...o, limit: 500, continue: cont });
+      items.push(...page.items);
+      cont = page.metadata.continue || undefined;
+      rv = page.metadata.resourceVersion;
+    } while (cont);
+    return { items, metadata: { resourceVersion: rv } };
+  }
+
+  async create<T extends KubeObject>(gvr: GVR, obj: T, o: { dryRun?: boolean } = {}): Promise<T> {
+    const ns = obj.metadata?.namespace;
+    const q = new URLSearchParams({ fieldManager: this.opts.fieldManager! });
+    if (o.dryRun) q.set('dryRun', 'All');
+    return await this.request<T>('POST', `${resourcePath(gvr, ns)}?${q}`, { ...obj, apiVersion: obj.apiVersion ?? gvrApiVersion(gvr), kind: obj.kind ?? gvr.kind }, undefined, gvr);
+  }
+
+  /** Full update with optimistic concurrency (metadata.resourceVersion). */
+  async replace<T extends KubeObject>(gvr: GVR, obj: T, subresource?: string): Promise<T> {
+    const q = new URLSearchParams({ fieldManager: this.opts.fieldManager! });
+    return await this.request<T>('PUT', `${resourcePath(gvr, obj.metadata?.namespace, obj.metadata?.name, subresource)}?${q}`, obj, undefined, gvr);
+  }
+
+  async patch<T extends KubeObject>(
+    gvr: GVR,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    type: PatchType = 'merge',
+    o: { subresource?: 'status'; force?: boolean; fieldManager?: string } = {},
+  ): Promise<T> {
+    const q = new URLSearchParams({ fieldManager: o.fieldManager ?? this.opts.fieldManager! });
+    if (type === 'apply' && o.force) q.set('force', 'true');
+    return await this.request<T>('PATCH', `${resourcePath(gvr, namespace, name, o.subresource)}?${q}`, patch, PATCH_CONTENT_TYPE[type], gvr);
+  }
+
+  /** Deletes; resolves false when the object was already gone. */
+  async delete(
+    gvr: GVR,
+    namespace: string | undefined,
+    name: string,
+    o: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan'; uid?: string; resourceVersion?: string } = {},
+  ): Promise<boolean> {
+    const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1' };
+    if (o.propagationPolicy) body.propagationPolicy = o.propagationPolicy;
+    if (o.uid || o.resourceVersion) body.preconditions = { ...(o.uid ? { uid: o.uid } : {}), ...(o.resourceVersion ? { resourceVersion: o.resourceVersion } : {}) };
+    try {
+      await this.request('DELETE', resourcePath(gvr, namespace, name), body, undefined, gvr);
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
+    }
+  }
+
+  /**
+   * Opens a watch stream; calls onEvent per event line. Resolves when the stream ends (server timeout or
+   * abort); rejects on HTTP errors (410 Gone → ApiError 410).
+   */
+  async watch(
+    gvr: GVR,
+    namespace: string | undefined,
+    o: { resourceVersion?: string; labelSelector?: string; timeoutSeconds?: number; allowBookmarks?: boolean },
+    onEvent: (type: string, obj: KubeObject) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const base = await this.requestOptions();
+    const q = new URLSearchParams({ watch: 'true' });
+    if (o.resourceVersion) q.set('resourceVersion', o.resourceVersion);
+    if (o.labelSelector) q.set('labelSelector', o.labelSelector);
+    if (o.timeoutSeconds) q.set('timeoutSeconds', String(o.timeoutSeconds));
+    if (o.allowBookmarks !== false) q.set('allowWatchBookmarks', 'true');
+    const url = new URL(`${this.server}${resourcePath(gvr, namespace)}?${q}`);
+    const mod = url.protocol === 'https:' ? https : http;
+    this.opts.observe?.('WATCH', gvr, 200, 0);
+    await new Promise<void>((resolve, reject) => {
+      const req = mod.request(
+        url,
+        { method: 'GET', headers: { ...((base.headers as Record<string, string>) ?? {}), Accept: 'application/json', 'User-Agent': this.opts.userAgent ?? 'migration-controller' }, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, signal },
+        (res) => {
+          if ((res.statusCode ?? 0) >= 300) {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (text += c));
+            res.on('end', () => {
+              let st: { reason?: string; message?: string } = {};
+              try {
+                st = JSON.parse(text);
+              } catch {
+                /* not JSON */
+              }
+              reject(new ApiError(res.statusCode ?? 0, st.reason ?? String(res.statusCode), st.message ?? text.slice(0, 300)));
+            });
+            return;
+          }
+          let buf = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            buf += chunk;
+            let i: number;
+            while ((i = buf.indexOf('\n')) >= 0) {
+              const line = buf.slice(0, i).trim();
+              buf = buf.slice(i + 1);
+              if (!line) continue;
+              let ev: { type: string; object: KubeObject };
+              try {
+                ev = JSON.parse(line);
+              } catch {
+                continue;
+              }
+              if (ev.type === 'ERROR') {
+                const st = ev.object as unknown as { code?: number; reason?: string; message?: string };
+                req.destroy();
+                reject(new ApiError(st.code ?? 500, st.reason ?? 'WatchError', st.message ?? 'watch error'));
+                return;
+              }
+              onEvent(ev.type, ev.object);
+            }
+          });
+          res.on('end', () => resolve());
+          res.on('error', (e) => reject(e));
+          res.on('aborted', () => resolve());
+        },
+      );
+      req.on('error', (e) => {
+        if ((e as { name?: string }).name === 'AbortError') resolve();
+        else reject(new ApiError(0, 'ConnectionError', e.message));
+      });
+      req.end();
+    });
+  }
+
+  /** Closes pooled connections. */
+  close(): void {
+    this.agent?.destroy();
+    this.agent = undefined;
+  }
+}
+
+export function gvrApiVersion(gvr: GVR): string {
+  return gvr.group ? `${gvr.group}/${gvr.version}` : gvr.version;
+}

@@ -1,0 +1,78 @@
+// The contract between the manager (src/runtime/manager.ts) and a reconciler (src/controllers/*).
+// A reconciler is a checkpoint machine: read the object from the cache, observe the world afresh, take
+// the one idempotent step that closes the gap, record evidence and phase in the same status write,
+// return when to look again.
+import type { Logger } from 'pino';
+import type { GVR } from './gvr.ts';
+import type { KubeClient, KubeObject } from './kube.ts';
+
+export interface ObjectKey {
+  namespace: string;
+  name: string;
+}
+
+export function keyString(k: ObjectKey): string {
+  return k.namespace ? `${k.namespace}/${k.name}` : k.name;
+}
+
+export function parseKey(s: string): ObjectKey {
+  const i = s.indexOf('/');
+  return i < 0 ? { namespace: '', name: s } : { namespace: s.slice(0, i), name: s.slice(i + 1) };
+}
+
+/** Read-only view of an informer's local store. */
+export interface Cache<T extends KubeObject = KubeObject> {
+  get(namespace: string | undefined, name: string): T | undefined;
+  list(namespace?: string, labelSelector?: Record<string, string>): T[];
+  hasSynced(): boolean;
+}
+
+export interface Watch {
+  gvr: GVR;
+  /** Maps a changed object to the primary keys to enqueue (owner reference, labels…). */
+  map: (obj: KubeObject) => ObjectKey[];
+  /** Restrict the watch to objects carrying these labels (server-side selector). */
+  labelSelector?: string;
+}
+
+export interface Result {
+  /** Look again after this long even if nothing changes (a safety net, not the main signal). */
+  requeueAfterMs?: number;
+}
+
+export interface EventRecorder {
+  /** Records a core/v1 Event on `obj`. Never pass secret material in `message`. */
+  event(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string): void;
+}
+
+export interface ReconcileContext {
+  client: KubeClient;
+  /** The informer cache of a watched kind, undefined while the kind is not installed or not synced. */
+  cache<T extends KubeObject = KubeObject>(gvr: GVR): Cache<T> | undefined;
+  /** True when the kind's CRD/API is currently served. */
+  installed(gvr: GVR): boolean;
+  log: Logger;
+  events: EventRecorder;
+  now(): Date;
+}
+
+export interface Reconciler {
+  /** Controller name (logs, metrics, field manager suffix). */
+  name: string;
+  primary: GVR;
+  watches: Watch[];
+  reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result>;
+}
+
+/**
+ * An error the user must fix by changing the spec: retrying cannot help. The reconciler records it in
+ * status (reason + message) and stops requeueing. Everything else is retried with per-key backoff.
+ */
+export class TerminalError extends Error {
+  readonly reason: string;
+  constructor(reason: string, message: string) {
+    super(message);
+    this.name = 'TerminalError';
+    this.reason = reason;
+  }
+}

@@ -1,0 +1,372 @@
+// A real local Kubernetes control plane: etcd + kube-apiserver + kube-controller-manager on loopback.
+// Used by the e2e suite, the benchmarks and the demo. No container engine, no downloads at run time:
+// binaries come from KUBEBUILDER_ASSETS or scripts/install-testenv.sh (which builds them once per machine).
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import https from 'node:https';
+import forge from 'node-forge';
+import YAML from 'yaml';
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+export interface Identity {
+  name: string;
+  token: string;
+  groups: string[];
+  kubeconfigPath: string;
+}
+
+export interface ControlPlaneOptions {
+  /** PV binder periodic sync. Tests use 1s; benchmarks measure the default (15s). */
+  pvSyncPeriod?: string;
+  /** Write an audit log (Metadata level) so a benchmark can count a client's requests. */
+  auditLog?: boolean;
+  /** Keep the working directory (and logs) after stop. */
+  keepDir?: boolean;
+  /** Overall deadline for start-up. */
+  startTimeoutMs?: number;
+  /** Prefix printed on log lines of the harness itself. */
+  quiet?: boolean;
+}
+
+export interface ControlPlaneInfo {
+  server: string;
+  caPEM: string;
+  dir: string;
+  logsDir: string;
+  admin: Identity;
+  tenants: Identity[];
+  auditLogPath?: string;
+  serviceCIDR: string;
+  pids: Record<string, number>;
+}
+
+/** Tenant identities in the static token file (group `tenants`). */
+export const TENANT_NAMES = ['tenant-a', 'tenant-b'];
+export const SERVICE_CIDR = '10.96.0.0/12';
+
+const children = new Set<ChildProcess>();
+let exitHooksInstalled = false;
+
+function installExitHooks(): void {
+  if (exitHooksInstalled) return;
+  exitHooksInstalled = true;
+  const killAll = (): void => {
+    for (const c of children) {
+      try {
+        c.kill('SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+  };
+  process.on('exit', killAll);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(sig, () => {
+      killAll();
+      process.exit(sig === 'SIGINT' ? 130 : 143);
+    });
+  }
+}
+
+export function findAssets(): string {
+  const env = process.env.KUBEBUILDER_ASSETS;
+  const has = (d: string): boolean =>
+    ['etcd', 'kube-apiserver', 'kube-controller-manager'].every((b) => existsSync(join(d, b)));
+  if (env && has(env)) return env;
+  const cache = join(process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? tmpdir(), '.cache'), 'migration-controller', 'k8s-1.20.2');
+  if (has(cache)) return cache;
+  // Idempotent; builds once per machine (about 9 minutes), prints the assets folder last.
+  const out = execFileSync('bash', [join(REPO_ROOT, 'scripts/install-testenv.sh')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  const dir = out.trim().split('\n').pop() ?? '';
+  if (!has(dir)) throw new Error(`install-testenv.sh did not produce the control-plane binaries in ${dir}`);
+  return dir;
+}
+
+export async function freePort(): Promise<number> {
+  return await new Promise((res, rej) => {
+    const s = createServer();
+    s.unref();
+    s.on('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      s.close(() => res(port));
+    });
+  });
+}
+
+function certPair(cn: string, opts: { ca?: { cert: forge.pki.Certificate; key: forge.pki.rsa.PrivateKey }; isCA?: boolean; ips?: string[]; dns?: string[] }) {
+  const keys = forge.pki.rsa.generateKeyPair(2048);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = '01' + randomBytes(8).toString('hex');
+  cert.validity.notBefore = new Date(Date.now() - 60_000);
+  cert.validity.notAfter = new Date(Date.now() + 365 * 24 * 3600_000);
+  cert.setSubject([{ name: 'commonName', value: cn }]);
+  cert.setIssuer(opts.ca ? opts.ca.cert.subject.attributes : [{ name: 'commonName', value: cn }]);
+  const ext: object[] = [{ name: 'basicConstraints', cA: !!opts.isCA }];
+  if (opts.isCA) ext.push({ name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true });
+  else {
+    ext.push({ name: 'keyUsage', digitalSignature: true, keyEncipherment: true });
+    ext.push({ name: 'extKeyUsage', serverAuth: true, clientAuth: true });
+    ext.push({
+      name: 'subjectAltName',
+      altNames: [...(opts.dns ?? []).map((value) => ({ type: 2, value })), ...(opts.ips ?? []).map((ip) => ({ type: 7, ip }))],
+    });
+  }
+  cert.setExtensions(ext);
+  cert.sign(opts.ca ? opts.ca.key : keys.privateKey, forge.md.sha256.create());
+  return { cert, key: keys.privateKey, certPEM: forge.pki.certificateToPem(cert), keyPEM: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+export function writeKubeconfig(path: string, server: string, caPEM: string, user: string, token: string, namespace?: string): void {
+  const cfg = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'local', cluster: { server, 'certificate-authority-data': Buffer.from(caPEM).toString('base64') } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: user, context: { cluster: 'local', user, ...(namespace ? { namespace } : {}) } }],
+    'current-context': user,
+  };
+  writeFileSync(path, YAML.stringify(cfg), { mode: 0o600 });
+}
+
+function httpsGet(url: string, caPEM: string, token: string, timeoutMs: number): Promise<{ status: number; body: string }> {
+  return new Promise((res, rej) => {
+    const req = https.get(url, { ca: caPEM, headers: { Authorization: `Bearer ${token}` }, timeout: timeoutMs }, (r) => {
+      let body = '';
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => (body += c));
+      r.on('end', () => res({ status: r.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', rej);
+  });
+}
+
+/** Resolves when `fn` returns true; polls a health endpoint, never a fixed sleep as synchronisation. */
+async function until(what: string, deadline: number, fn: () => Promise<boolean>, proc?: ChildProcess, logFile?: string): Promise<void> {
+  let last = '';
+  while (Date.now() < deadline) {
+    if (proc && proc.exitCode !== null) {
+      throw new Error(`${what}: process exited with code ${proc.exitCode}; log: ${logFile}\n${tail(logFile)}`);
+    }
+    try {
+      if (await fn()) return;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what}: not ready before the deadline (${last}); log: ${logFile}\n${tail(logFile)}`);
+}
+
+function tail(file?: string): string {
+  if (!file || !existsSync(file)) return '';
+  return readFileSync(file, 'utf8').split('\n').slice(-25).join('\n');
+}
+
+export class ControlPlane {
+  readonly info: ControlPlaneInfo;
+  private procs = new Map<string, { proc: ChildProcess; args: string[]; bin: string; log: string }>();
+  private readonly opts: ControlPlaneOptions;
+  private stopped = false;
+
+  private constructor(info: ControlPlaneInfo, opts: ControlPlaneOptions) {
+    this.info = info;
+    this.opts = opts;
+  }
+
+  get server(): string {
+    return this.info.server;
+  }
+  get kubeconfigPath(): string {
+    return this.info.admin.kubeconfigPath;
+  }
+
+  static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+    installExitHooks();
+    const t0 = Date.now();
+    const deadline = t0 + (opts.startTimeoutMs ?? 60_000);
+    const assets = findAssets();
+    const dir = mkdtempSync(join(tmpdir(), 'mc-cp-'));
+    const logsDir = join(dir, 'logs');
+    mkdirSync(logsDir);
+    for (const d of ['etcd', 'apiserver', 'kcm']) mkdirSync(join(dir, d));
+
+    const ca = certPair('migration-controller-testenv-ca', { isCA: true });
+    const serving = certPair('kube-apiserver', { ca, ips: ['127.0.0.1', '10.96.0.1'], dns: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'] });
+    const ad = join(dir, 'apiserver');
+    writeFileSync(join(ad, 'ca.crt'), ca.certPEM);
+    writeFileSync(join(ad, 'ca.key'), ca.keyPEM, { mode: 0o600 });
+    writeFileSync(join(ad, 'serving.crt'), serving.certPEM);
+    writeFileSync(join(ad, 'serving.key'), serving.keyPEM, { mode: 0o600 });
+    const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    writeFileSync(join(ad, 'sa.key'), sa.privateKey.export({ type: 'pkcs1', format: 'pem' }), { mode: 0o600 });
+    writeFileSync(join(ad, 'sa.pub'), sa.publicKey.export({ type: 'spki', format: 'pem' }));
+
+    const tok = (): string => randomBytes(24).toString('hex');
+    const admin: Identity = { name: 'admin', token: tok(), groups: ['system:masters'], kubeconfigPath: join(dir, 'admin.kubeconfig') };
+    const tenants: Identity[] = TENANT_NAMES.map((name) => ({ name, token: tok(), groups: ['tenants'], kubeconfigPath: join(dir, `${name}.kubeconfig`) }));
+    const kcmIdentity: Identity = { name: 'system:kube-controller-manager', token: tok(), groups: ['system:masters'], kubeconfigPath: join(dir, 'kcm.kubeconfig') };
+    const lines = [admin, kcmIdentity, ...tenants].map((i) => `${i.token},${i.name},${i.name},"${i.groups.join(',')}"`);
+    writeFileSync(join(ad, 'tokens.csv'), lines.join('\n') + '\n', { mode: 0o600 });
+
+    const [etcdPort, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const server = `https://127.0.0.1:${apiPort}`;
+    for (const i of [admin, kcmIdentity, ...tenants]) writeKubeconfig(i.kubeconfigPath, server, ca.certPEM, i.name, i.token);
+
+    const info: ControlPlaneInfo = { server, caPEM: ca.certPEM, dir, logsDir, admin, tenants, serviceCIDR: SERVICE_CIDR, pids: {} };
+    const cp = new ControlPlane(info, opts);
+    try {
+      // etcd
+      cp.spawnComponent('etcd', join(assets, 'etcd'), [
+        '--data-dir', join(dir, 'etcd'),
+        '--listen-client-urls', `http://127.0.0.1:${etcdPort}`,
+        '--advertise-client-urls', `http://127.0.0.1:${etcdPort}`,
+        '--listen-peer-urls', `http://127.0.0.1:${etcdPeer}`,
+        '--initial-advertise-peer-urls', `http://127.0.0.1:${etcdPeer}`,
+        '--initial-cluster', `default=http://127.0.0.1:${etcdPeer}`,
+        // Tests create and delete thousands of objects; an unsynced disk is fine for a throwaway store.
+        '--unsafe-no-fsync',
+        '--quota-backend-bytes', String(4 * 1024 * 1024 * 1024),
+      ]);
+      await until('etcd', deadline, async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok, cp.proc('etcd'), cp.log('etcd'));
+
+      const apiArgs = [
+        `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        '--insecure-port=0',
+        `--cert-dir=${ad}`,
+        `--tls-cert-file=${join(ad, 'serving.crt')}`,
+        `--tls-private-key-file=${join(ad, 'serving.key')}`,
+        `--client-ca-file=${join(ad, 'ca.crt')}`,
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--service-account-signing-key-file=${join(ad, 'sa.key')}`,
+        `--service-account-key-file=${join(ad, 'sa.pub')}`,
+        `--token-auth-file=${join(ad, 'tokens.csv')}`,
+        '--authorization-mode=RBAC',
+        '--allow-privileged=true',
+        '--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,DefaultStorageClass,ResourceQuota,MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
+        '--advertise-address=127.0.0.1',
+      ];
+      if (opts.auditLog) {
+        const policy = join(ad, 'audit-policy.yaml');
+        writeFileSync(policy, YAML.stringify({ apiVersion: 'audit.k8s.io/v1', kind: 'Policy', rules: [{ level: 'Metadata' }] }));
+        info.auditLogPath = join(logsDir, 'audit.log');
+        apiArgs.push(`--audit-policy-file=${policy}`, `--audit-log-path=${info.auditLogPath}`, '--audit-log-format=json');
+      }
+      cp.spawnComponent('kube-apiserver', join(assets, 'kube-apiserver'), apiArgs);
+      await cp.waitApiReady(deadline);
+
+      cp.spawnComponent('kube-controller-manager', join(assets, 'kube-controller-manager'), [
+        `--kubeconfig=${kcmIdentity.kubeconfigPath}`,
+        `--authentication-kubeconfig=${kcmIdentity.kubeconfigPath}`,
+        `--authorization-kubeconfig=${kcmIdentity.kubeconfigPath}`,
+        '--leader-elect=false',
+        '--port=0',
+        '--secure-port=0',
+        `--service-account-private-key-file=${join(ad, 'sa.key')}`,
+        `--root-ca-file=${join(ad, 'ca.crt')}`,
+        '--use-service-account-credentials=false',
+        '--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service',
+        `--pvclaimbinder-sync-period=${opts.pvSyncPeriod ?? '1s'}`,
+      ]);
+      // Ready when the service-account token controller has populated the default namespace's account.
+      await until(
+        'kube-controller-manager',
+        deadline,
+        async () => {
+          const r = await httpsGet(`${server}/api/v1/namespaces/default/serviceaccounts/default`, ca.certPEM, admin.token, 2000);
+          return r.status === 200;
+        },
+        cp.proc('kube-controller-manager'),
+        cp.log('kube-controller-manager'),
+      );
+    } catch (e) {
+      await cp.stop({ keepDir: true });
+      throw new Error(`control plane failed to start; logs kept in ${logsDir}: ${(e as Error).message}`);
+    }
+    if (!opts.quiet) console.error(`[testenv] control plane ready at ${server} in ${Date.now() - t0} ms (dir ${dir})`);
+    return cp;
+  }
+
+  private proc(name: string): ChildProcess | undefined {
+    return this.procs.get(name)?.proc;
+  }
+  private log(name: string): string {
+    return join(this.info.logsDir, `${name}.log`);
+  }
+
+  private spawnComponent(name: string, bin: string, args: string[]): void {
+    const log = this.log(name);
+    const out = createWriteStream(log, { flags: 'a' });
+    // setpriv --pdeathsig: the kernel kills the component if this process dies (even by SIGKILL), so no
+    // etcd or kube-* process can outlive the run that started it.
+    const useSetpriv = existsSync('/usr/bin/setpriv');
+    const proc = useSetpriv
+      ? spawn('/usr/bin/setpriv', ['--pdeathsig', 'KILL', '--', bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    proc.stdout?.pipe(out);
+    proc.stderr?.pipe(out);
+    children.add(proc);
+    proc.on('exit', () => children.delete(proc));
+    this.procs.set(name, { proc, args, bin, log });
+    if (proc.pid) this.info.pids[name] = proc.pid;
+  }
+
+  private async waitApiReady(deadline: number): Promise<void> {
+    await until(
+      'kube-apiserver',
+      deadline,
+      async () => {
+        const r = await httpsGet(`${this.info.server}/readyz`, this.info.caPEM, this.info.admin.token, 2000);
+        return r.status === 200;
+      },
+      this.proc('kube-apiserver'),
+      this.log('kube-apiserver'),
+    );
+  }
+
+  private async kill(name: string, timeoutMs = 10_000): Promise<void> {
+    const p = this.procs.get(name);
+    if (!p || p.proc.exitCode !== null || p.proc.signalCode !== null) return;
+    const exited = new Promise<void>((r) => p.proc.once('exit', () => r()));
+    p.proc.kill('SIGTERM');
+    const t = setTimeout(() => p.proc.kill('SIGKILL'), timeoutMs);
+    await exited;
+    clearTimeout(t);
+  }
+
+  /** Restarts kube-apiserver with the same flags (clients see connection errors, then 410s on watches). */
+  async restartApiServer(): Promise<void> {
+    const p = this.procs.get('kube-apiserver');
+    if (!p) throw new Error('kube-apiserver not started');
+    await this.kill('kube-apiserver');
+    this.spawnComponent('kube-apiserver', p.bin, p.args);
+    await this.waitApiReady(Date.now() + 60_000);
+  }
+
+  /** Stops every component (controller manager, API server, etcd) and removes the directory. */
+  async stop(o: { keepDir?: boolean } = {}): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const name of ['kube-controller-manager', 'kube-apiserver', 'etcd']) await this.kill(name);
+    if (o.keepDir || this.opts.keepDir) {
+      console.error(`[testenv] control plane stopped; logs kept in ${this.info.logsDir}`);
+    } else {
+      rmSync(this.info.dir, { recursive: true, force: true });
+    }
+  }
+}
