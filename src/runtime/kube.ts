@@ -200,7 +200,7 @@ export class KubeClient {
     return { items, metadata: { resourceVersion: rv } };
   }
 
-  async create<T extends KubeObject>(gvr: GVR, obj: T, o: { dryRun?: boolean } = {}): Promise<T> {
+  async create<T extends KubeObject = KubeObject>(gvr: GVR, obj: KubeObject, o: { dryRun?: boolean } = {}): Promise<T> {
     const ns = obj.metadata?.namespace;
     const q = new URLSearchParams({ fieldManager: this.opts.fieldManager! });
     if (o.dryRun) q.set('dryRun', 'All');
@@ -208,7 +208,7 @@ export class KubeClient {
   }
 
   /** Full update with optimistic concurrency (metadata.resourceVersion). */
-  async replace<T extends KubeObject>(gvr: GVR, obj: T, subresource?: string): Promise<T> {
+  async replace<T extends KubeObject = KubeObject>(gvr: GVR, obj: KubeObject, subresource?: string): Promise<T> {
     const q = new URLSearchParams({ fieldManager: this.opts.fieldManager! });
     return await this.request<T>('PUT', `${resourcePath(gvr, obj.metadata?.namespace, obj.metadata?.name, subresource)}?${q}`, obj, undefined, gvr);
   }

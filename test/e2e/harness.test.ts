@@ -1,0 +1,185 @@
+// The local control plane is real: CRDs, status, kubectl wait, the PV binder, garbage collection, RBAC,
+// and no process outlives the run that started it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { KubeClient } from '../../src/runtime/kube.ts';
+import { GVRs, type GVR } from '../../src/runtime/gvr.ts';
+import { adminKubeConfig, applyObjects, freshNamespace, kubeConfigFor, kubectl, testEnv, waitFor, REPO_ROOT } from './env/index.ts';
+
+const WIDGET: GVR = { group: 'harness.e2e.test', version: 'v1', plural: 'widgets', kind: 'Widget', namespaced: true };
+
+const widgetCRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'widgets.harness.e2e.test' },
+  spec: {
+    group: 'harness.e2e.test',
+    scope: 'Namespaced',
+    names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: { type: 'object', properties: { size: { type: 'integer' } } },
+              status: {
+                type: 'object',
+                properties: {
+                  conditions: {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      required: ['type', 'status'],
+                      properties: { type: { type: 'string' }, status: { type: 'string' }, reason: { type: 'string' }, message: { type: 'string' }, lastTransitionTime: { type: 'string' } },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    ],
+  },
+};
+
+async function admin(): Promise<KubeClient> {
+  return new KubeClient(await adminKubeConfig(), { fieldManager: 'e2e-harness' });
+}
+
+test('a CRD installs, an object gets Ready=True through the status subresource, and kubectl wait returns', async () => {
+  const ns = await freshNamespace('harness');
+  await applyObjects([widgetCRD]);
+  const c = await admin();
+  await c.create(WIDGET, { apiVersion: 'harness.e2e.test/v1', kind: 'Widget', metadata: { name: 'w1', namespace: ns }, spec: { size: 3 } });
+  const waiting = kubectl(['-n', ns, 'wait', '--for=condition=Ready', 'widget/w1', '--timeout=30s']);
+  await c.patch(WIDGET, ns, 'w1', { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Done', message: 'ok', lastTransitionTime: new Date().toISOString() }] } }, 'merge', { subresource: 'status' });
+  const r = await waiting;
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /condition met/);
+  // the spec is untouched by the status write
+  const got = await c.get<{ spec: { size: number } }>(WIDGET, ns, 'w1');
+  assert.equal(got?.spec.size, 3);
+});
+
+test('a claim binds to a pre-created volume through the real PV binder, and rebinds to another volume when claimRef is rewritten', async () => {
+  const ns = await freshNamespace('harness');
+  const c = await admin();
+  const cls = `harness-${ns}`;
+  await c.create(GVRs.StorageClass, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'Immediate', reclaimPolicy: 'Retain' });
+  const pv = (name: string): Record<string, unknown> => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name, labels: { harness: ns } },
+    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: cls, persistentVolumeReclaimPolicy: 'Retain', hostPath: { path: `/tmp/${name}` } },
+  });
+  await c.create(GVRs.PersistentVolume, pv(`${ns}-a`));
+  await c.create(GVRs.PersistentVolume, pv(`${ns}-b`));
+  await c.create(GVRs.PersistentVolumeClaim, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'data', namespace: ns },
+    spec: { accessModes: ['ReadWriteOnce'], storageClassName: cls, volumeName: `${ns}-a`, resources: { requests: { storage: '1Gi' } } },
+  });
+  type PVC = { status?: { phase?: string }; spec: { volumeName?: string }; metadata: { uid: string } };
+  type PV = { status?: { phase?: string }; spec: { claimRef?: { name: string; uid?: string } } };
+  await waitFor('claim Bound to volume a', async () => (await c.get<PVC>(GVRs.PersistentVolumeClaim, ns, 'data'))?.status?.phase === 'Bound');
+
+  // Move the data to a new claim on the same volume: the handoff's mechanism.
+  const moved = await c.create<PVC>(GVRs.PersistentVolumeClaim, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'moved', namespace: ns },
+    spec: { accessModes: ['ReadWriteOnce'], storageClassName: cls, volumeName: `${ns}-a`, resources: { requests: { storage: '1Gi' } } },
+  });
+  await c.delete(GVRs.PersistentVolumeClaim, ns, 'data');
+  await waitFor('old claim gone', async () => !(await c.get(GVRs.PersistentVolumeClaim, ns, 'data')));
+  await c.patch(GVRs.PersistentVolume, undefined, `${ns}-a`, { spec: { claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: ns, name: 'moved', uid: moved.metadata.uid } } });
+  await waitFor('moved claim Bound to volume a', async () => {
+    const pvc = await c.get<PVC>(GVRs.PersistentVolumeClaim, ns, 'moved');
+    const v = await c.get<PV>(GVRs.PersistentVolume, undefined, `${ns}-a`);
+    return pvc?.status?.phase === 'Bound' && pvc.spec.volumeName === `${ns}-a` && v?.status?.phase === 'Bound' && v.spec.claimRef?.uid === moved.metadata.uid;
+  });
+  // volume b was never touched
+  const b = await c.get<PV>(GVRs.PersistentVolume, undefined, `${ns}-b`);
+  assert.equal(b?.status?.phase, 'Available');
+  for (const n of ['a', 'b']) await c.delete(GVRs.PersistentVolume, undefined, `${ns}-${n}`);
+  await c.delete(GVRs.StorageClass, undefined, cls);
+});
+
+test('deleting an owner garbage-collects its dependent', async () => {
+  const ns = await freshNamespace('harness');
+  const c = await admin();
+  const owner = await c.create(GVRs.ConfigMap, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owner', namespace: ns }, data: {} });
+  await c.create(GVRs.ConfigMap, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'dependent', namespace: ns, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata!.uid! }] },
+    data: {},
+  });
+  await c.delete(GVRs.ConfigMap, ns, 'owner');
+  await waitFor('dependent garbage-collected', async () => !(await c.get(GVRs.ConfigMap, ns, 'dependent')));
+});
+
+test("a tenant identity is forbidden to read another tenant's namespace", async () => {
+  const env = await testEnv();
+  const [a, b] = env.tenants;
+  assert.ok(a && b);
+  const nsA = await freshNamespace('tenant');
+  const nsB = await freshNamespace('tenant');
+  const c = await admin();
+  // tenant-a is admin of its own namespace only
+  await c.create({ group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings', kind: 'RoleBinding', namespaced: true }, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'tenant-admin', namespace: nsA },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+    subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: a.name }],
+  });
+  await c.create(GVRs.ConfigMap, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'private', namespace: nsB }, data: { k: 'v' } });
+  const tenantA = new KubeClient(kubeConfigFor(a.kubeconfigPath));
+  // RBAC bindings propagate through the authorizer's cache; wait for tenant-a's own access first.
+  await waitFor('tenant-a can list its own namespace', async () => (await tenantA.list(GVRs.ConfigMap, nsA)).items !== undefined);
+  await assert.rejects(tenantA.get(GVRs.ConfigMap, nsB, 'private'), (e: { code?: number }) => e.code === 403);
+  const r = await kubectl(['-n', nsB, 'get', 'configmaps'], { kubeconfig: a.kubeconfigPath });
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /forbidden/i);
+});
+
+test('no etcd or kube-* process outlives the run that started it, whether it ends by SIGTERM or SIGKILL', async () => {
+  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'test/e2e/env/standalone.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (d: string) => (out += d));
+    const pids = await waitFor(
+      'the standalone control plane to report its pids',
+      () => {
+        const line = out.split('\n').find((l) => l.startsWith('PIDS '));
+        return line ? (JSON.parse(line.slice(5)) as Record<string, number>) : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    assert.deepEqual(Object.keys(pids).sort(), ['etcd', 'kube-apiserver', 'kube-controller-manager']);
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill(signal);
+    await exited;
+    await waitFor(`every component gone after ${signal}`, () => Object.values(pids).every((pid) => !alive(pid)), { timeoutMs: 20_000 });
+  }
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
