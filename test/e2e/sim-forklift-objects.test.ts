@@ -1,0 +1,211 @@
+// The simulated Forklift judges Providers, Hosts, maps and Plans the way Forklift does (forklift-contract.md):
+// conditions only ever status "True", with categories, re-staged on every reconcile.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { freshNamespace, testEnv, waitFor } from './env/index.ts';
+import { type Sim, createStorageClass, startSim, vcenter } from '../sim/index.ts';
+import { FORKLIFT_SECRET_LABELS, R, Rest, type Obj, condition, createPlan, forkliftSetup, goodSecretData, hostProvider, vsphereProvider, vsphereSecret } from '../sim/testing.ts';
+
+const URL_A = 'https://vcenter-a.example.com/sdk';
+const world = vcenter({
+  url: URL_A,
+  user: 'mtv@vsphere.local',
+  password: 'correct horse',
+  hosts: [
+    { id: 'host-1', address: '192.0.2.11' },
+    { id: 'host-2', address: '10.96.0.40', otherAddresses: ['192.0.2.40'] },
+    { id: 'host-3', address: '192.0.2.13', reachable: false },
+  ],
+  networks: ['VM Network', 'Storage Net'],
+  datastores: ['ds1', 'ds2'],
+  vms: [
+    { id: 'vm-1', name: 'web01', nics: [{ network: 'VM Network' }] },
+    { id: 'vm-2', name: 'db01', nics: [{ network: 'Storage Net' }], disks: [{ capacityGiB: 8, datastore: 'ds2' }] },
+  ],
+});
+
+describe('simulated Forklift: Providers, Hosts, maps and Plan validation', () => {
+  let sim: Sim;
+  let rest: Rest;
+  before(async () => {
+    const env = await testEnv();
+    await createStorageClass(env.admin.kubeconfigPath, { name: 'sim-objects' });
+    // Long enough transient conditions to be observed by polling tests.
+    sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], timings: { loadInventoryMs: 1500, validatingVddkMs: 1500 } });
+    rest = new Rest(env.admin.kubeconfigPath);
+  });
+  after(async () => {
+    await sim?.stop();
+    rest?.close();
+  });
+
+  const observe = async (res: typeof R.Provider, ns: string, name: string, what: string, pred: (o: Obj) => boolean): Promise<Obj> =>
+    await waitFor(`${res.kind} ${name}: ${what}`, async () => {
+      const o = await rest.get(res, ns, name);
+      return o && pred(o) ? o : undefined;
+    });
+
+  const provider = async (ns: string, secret: Record<string, string>, name = 'vs'): Promise<void> => {
+    await vsphereSecret(rest, ns, `${name}-secret`, secret);
+    await vsphereProvider(rest, ns, name, URL_A, `${name}-secret`);
+  };
+
+  test('a vSphere Provider with a good Secret loads its inventory for a moment, then is Ready with the vCenter fingerprint', async () => {
+    const ns = await freshNamespace('sim-prov');
+    await provider(ns, goodSecretData(world));
+    const loading = await observe(R.Provider, ns, 'vs', 'LoadInventory', (o) => !!condition(o, 'LoadInventory'));
+    assert.equal(condition(loading, 'LoadInventory')!.category, 'Advisory');
+    assert.equal(condition(loading, 'Ready'), undefined);
+    const ready = await observe(R.Provider, ns, 'vs', 'Ready', (o) => !!condition(o, 'Ready'));
+    assert.equal(ready.status.phase, 'Ready');
+    assert.equal(ready.status.fingerprint, world.thumbprint);
+    assert.ok(condition(ready, 'ConnectionTestSucceeded'));
+    assert.ok(condition(ready, 'InventoryCreated'));
+    assert.equal(condition(ready, 'LoadInventory'), undefined, 'conditions are re-staged: LoadInventory is gone');
+    assert.ok((ready.status.conditions as Array<{ status: string }>).every((c) => c.status === 'True'));
+  });
+
+  test('a SHA-1 thumbprint given instead of a PEM CA makes the Secret not valid', async () => {
+    const ns = await freshNamespace('sim-prov');
+    await provider(ns, { user: world.user, password: world.password, cacert: world.thumbprint, 'ca.crt': world.thumbprint });
+    const p = await observe(R.Provider, ns, 'vs', 'SecretNotValid', (o) => !!condition(o, 'SecretNotValid'));
+    assert.equal(condition(p, 'SecretNotValid')!.message, 'The secret is not valid.');
+    assert.equal(condition(p, 'SecretNotValid')!.category, 'Critical');
+    assert.equal(p.status.phase, 'ValidationFailed');
+    assert.equal(condition(p, 'Ready'), undefined);
+  });
+
+  test('a Secret without user and password is not valid and names the missing keys', async () => {
+    const ns = await freshNamespace('sim-prov');
+    await provider(ns, { cacert: world.caPEM });
+    const p = await observe(R.Provider, ns, 'vs', 'SecretNotValid', (o) => !!condition(o, 'SecretNotValid'));
+    assert.equal(condition(p, 'SecretNotValid')!.reason, 'DataErr');
+    assert.deepEqual(condition(p, 'SecretNotValid')!.items, ['user', 'password']);
+  });
+
+  test('a wrong CA fails the connection test with an x509 message', async () => {
+    const ns = await freshNamespace('sim-prov');
+    await provider(ns, { ...goodSecretData(world), cacert: world.wrongCaPEM, 'ca.crt': world.wrongCaPEM });
+    const p = await observe(R.Provider, ns, 'vs', 'ConnectionTestFailed', (o) => !!condition(o, 'ConnectionTestFailed'));
+    assert.match(condition(p, 'ConnectionTestFailed')!.message!, /x509: certificate signed by unknown authority/);
+    assert.equal(p.status.phase, 'ConnectionFailed');
+  });
+
+  test('a wrong password and a user without the SSO domain both fail authentication', async () => {
+    const ns = await freshNamespace('sim-prov');
+    await provider(ns, { ...goodSecretData(world), password: 'wrong' }, 'badpw');
+    await provider(ns, { ...goodSecretData(world), user: 'mtv' }, 'nodomain');
+    for (const name of ['badpw', 'nodomain']) {
+      const p = await observe(R.Provider, ns, name, 'ConnectionAuthFailed', (o) => !!condition(o, 'ConnectionAuthFailed'));
+      assert.match(condition(p, 'ConnectionAuthFailed')!.message!, /incorrect user name or password/);
+      assert.equal(p.status.phase, 'ConnectionFailed');
+    }
+  });
+
+  test("Forklift's Secret webhook refuses a labelled Secret whose credentials vCenter rejects", async () => {
+    const ns = await freshNamespace('sim-prov');
+    await assert.rejects(vsphereSecret(rest, ns, 'bad', { ...goodSecretData(world), user: 'mtv' }, FORKLIFT_SECRET_LABELS), /Invalid credentials/);
+    await vsphereSecret(rest, ns, 'good', goodSecretData(world), FORKLIFT_SECRET_LABELS);
+    await vsphereSecret(rest, ns, 'unlabelled', { ...goodSecretData(world), user: 'mtv' });
+  });
+
+  test('fixing the Secret re-stages the Provider to Ready', async () => {
+    const ns = await freshNamespace('sim-prov');
+    await provider(ns, { ...goodSecretData(world), password: 'wrong' });
+    await observe(R.Provider, ns, 'vs', 'ConnectionAuthFailed', (o) => !!condition(o, 'ConnectionAuthFailed'));
+    await rest.patch(R.Secret, ns, 'vs-secret', { data: { password: Buffer.from(world.password).toString('base64') } });
+    const p = await observe(R.Provider, ns, 'vs', 'Ready', (o) => !!condition(o, 'Ready'));
+    assert.equal(condition(p, 'ConnectionAuthFailed'), undefined);
+  });
+
+  test('insecureSkipVerify needs no CA and warns; a Provider without a VDDK image is still Ready', async () => {
+    const ns = await freshNamespace('sim-prov');
+    await provider(ns, { user: world.user, password: world.password, insecureSkipVerify: 'true' });
+    const p = await observe(R.Provider, ns, 'vs', 'Ready', (o) => !!condition(o, 'Ready'));
+    assert.equal(condition(p, 'ConnectionInsecure')!.category, 'Warn');
+    assert.equal(p.spec.settings.vddkInitImage, undefined);
+  });
+
+  test('the destination openshift Provider with an empty URL is Ready', async () => {
+    const ns = await freshNamespace('sim-prov');
+    await hostProvider(rest, ns);
+    const p = await observe(R.Provider, ns, 'host', 'Ready', (o) => !!condition(o, 'Ready'));
+    assert.equal(p.status.phase, 'Ready');
+  });
+
+  test('a Host is Ready at a reachable address with its root credentials, ConnectionTestFailed otherwise', async () => {
+    const ns = await freshNamespace('sim-host');
+    await provider(ns, goodSecretData(world));
+    await observe(R.Provider, ns, 'vs', 'Ready', (o) => !!condition(o, 'Ready'));
+    const h2 = world.hosts[1]!;
+    await vsphereSecret(rest, ns, 'esxi', { user: h2.user, password: h2.password });
+    const mk = (name: string, id: string, ip: string): Promise<Obj> =>
+      rest.create(R.Host, { metadata: { name, namespace: ns }, spec: { id, ipAddress: ip, provider: { name: 'vs', namespace: ns }, secret: { name: 'esxi', namespace: ns } } });
+    await mk('good', 'host-2', '192.0.2.40');
+    await mk('cidr', 'host-2', '10.96.0.40');
+    await mk('nope', 'host-2', '198.51.100.1');
+    await mk('ghost', 'host-99', '192.0.2.40');
+    await observe(R.Host, ns, 'good', 'Ready', (o) => !!condition(o, 'Ready'));
+    for (const n of ['cidr', 'nope']) {
+      const h = await observe(R.Host, ns, n, 'ConnectionTestFailed', (o) => !!condition(o, 'ConnectionTestFailed'));
+      assert.equal(condition(h, 'Ready'), undefined);
+    }
+    await observe(R.Host, ns, 'ghost', 'RefNotValid', (o) => !!condition(o, 'RefNotValid'));
+  });
+
+  test('maps go Ready even when a source id is unknown: that is only a warning', async () => {
+    const ns = await freshNamespace('sim-maps');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects' });
+    await rest.create(R.NetworkMap, {
+      metadata: { name: 'typo', namespace: ns },
+      spec: { provider: { source: { name: 'vsphere', namespace: ns }, destination: { name: 'host', namespace: ns } }, map: [{ source: { id: 'network-404' }, destination: { type: 'pod' } }] },
+    });
+    const m = await observe(R.NetworkMap, ns, 'typo', 'Ready', (o) => !!condition(o, 'Ready'));
+    assert.equal(condition(m, 'SourceNetworkNotValid')!.category, 'Warn');
+    assert.deepEqual(condition(m, 'SourceNetworkNotValid')!.items, ['network-404']);
+    await observe(R.StorageMap, ns, 'sto', 'Ready', (o) => !!condition(o, 'Ready'));
+  });
+
+  test('a Plan names missing VMs, and the VMs whose networks or storage are unmapped', async () => {
+    const ns = await freshNamespace('sim-plan');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects' });
+    // Only ds1 and VM Network mapped: vm-2 (Storage Net, ds2) is unmapped on both.
+    await rest.patch(R.NetworkMap, ns, 'net', { spec: { map: [{ source: { id: 'network-1' }, destination: { type: 'pod' } }] } });
+    await rest.patch(R.StorageMap, ns, 'sto', { spec: { map: [{ source: { id: 'datastore-1' }, destination: { storageClass: 'sim-objects' } }] } });
+    await createPlan(rest, ns, 'p', [{ id: 'vm-1' }, { id: 'vm-2' }, { id: 'vm-404' }]);
+    const p = await observe(R.Plan, ns, 'p', 'validated', (o) => !!condition(o, 'VMNotFound') && !!condition(o, 'VMStorageNotMapped'));
+    assert.deepEqual(condition(p, 'VMNotFound')!.items, ['vm-404']);
+    assert.deepEqual(condition(p, 'VMNetworksNotMapped')!.items, ['vm-2']);
+    assert.deepEqual(condition(p, 'VMStorageNotMapped')!.items, ['vm-2']);
+    assert.equal(condition(p, 'VMStorageNotMapped')!.category, 'Critical');
+    assert.equal(condition(p, 'Ready'), undefined);
+  });
+
+  test('raw copy without a VDDK image on the source Provider is VDDKInitImageUnavailable', async () => {
+    const ns = await freshNamespace('sim-plan');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects', vddkInitImage: null });
+    await createPlan(rest, ns, 'p', [{ id: 'vm-1' }]);
+    const p = await observe(R.Plan, ns, 'p', 'VDDKInitImageUnavailable', (o) => !!condition(o, 'VDDKInitImageUnavailable'));
+    assert.equal(condition(p, 'VDDKInitImageUnavailable')!.category, 'Critical');
+    assert.equal(condition(p, 'Ready'), undefined);
+  });
+
+  test('a valid Plan validates its VDDK image for a moment, then is Ready', async () => {
+    const ns = await freshNamespace('sim-plan');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects' });
+    await createPlan(rest, ns, 'p', [{ id: 'vm-1' }]);
+    const v = await observe(R.Plan, ns, 'p', 'ValidatingVDDK', (o) => !!condition(o, 'ValidatingVDDK'));
+    assert.equal(condition(v, 'ValidatingVDDK')!.category, 'Advisory');
+    assert.equal(condition(v, 'Ready'), undefined);
+    const p = await observe(R.Plan, ns, 'p', 'Ready', (o) => !!condition(o, 'Ready'));
+    assert.equal(condition(p, 'ValidatingVDDK'), undefined);
+  });
+
+  test('a reference without a namespace is NotSet', async () => {
+    const ns = await freshNamespace('sim-plan');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects' });
+    await rest.create(R.Plan, { metadata: { name: 'p', namespace: ns }, spec: { provider: { source: { name: 'vsphere' }, destination: { name: 'host', namespace: ns } }, map: { network: { name: 'net', namespace: ns }, storage: { name: 'sto', namespace: ns } }, targetNamespace: ns, vms: [{ id: 'vm-1' }] } });
+    const p = await observe(R.Plan, ns, 'p', 'SourceProviderNotValid', (o) => !!condition(o, 'SourceProviderNotValid'));
+    assert.equal(condition(p, 'SourceProviderNotValid')!.reason, 'NotSet');
+  });
+});

@@ -1,0 +1,148 @@
+// Shared state of one running simulator: the REST client, informers, worlds, timings and small helpers.
+import { randomBytes } from 'node:crypto';
+import { type Informer, type Obj, type Rest, R, notFound } from './rest.ts';
+import type { World } from './world.ts';
+
+export interface SimTimings {
+  /** How long a vSphere Provider shows `LoadInventory` before `Ready`. */
+  loadInventoryMs: number;
+  /** How long a Plan shows `ValidatingVDDK` (the VDDK check Job) before `Ready`. */
+  validatingVddkMs: number;
+  /** How long a transfer to an unreachable ESXi host sits at 0% before failing with the NBD error. */
+  unreachableFailMs: number;
+  /** How long DataVolume progress stays frozen at 99.92% for a VM with the `conversionFreeze` fault. */
+  conversionMs: number;
+  /** Progress tick of a running transfer (and the coalescing period of status writes). */
+  tickMs: number;
+  /** Pause between itinerary phases, so observers can see each one. */
+  stepMs: number;
+  /** VMs of one Migration transferring at once (Forklift's controller_max_vm_inflight, 20); the rest are Pending. */
+  maxVmInflight: number;
+}
+
+export const DEFAULT_TIMINGS: SimTimings = {
+  loadInventoryMs: 300,
+  validatingVddkMs: 300,
+  unreachableFailMs: 2000,
+  conversionMs: 1000,
+  tickMs: 100,
+  stepMs: 30,
+  maxVmInflight: 20,
+};
+
+export interface Informers {
+  secret: Informer;
+  pvc: Informer;
+  pv: Informer;
+  sc: Informer;
+  dv: Informer;
+  vm: Informer;
+  vmdisk: Informer;
+  vminstance: Informer;
+  provider?: Informer;
+  host?: Informer;
+  nmap?: Informer;
+  smap?: Informer;
+  plan?: Informer;
+  migration?: Informer;
+}
+
+export interface Ctx {
+  rest: Rest;
+  worlds: World[];
+  timings: SimTimings;
+  mbPerSecond: number;
+  forkliftNamespace: string;
+  inf: Informers;
+  stopping: boolean;
+  /** Timers owned by the sim (cleared on stop so nothing keeps node --test alive). */
+  timers: Set<NodeJS.Timeout>;
+}
+
+export function later(ctx: Ctx, ms: number, fn: () => void): void {
+  const t = setTimeout(() => {
+    ctx.timers.delete(t);
+    if (!ctx.stopping) fn();
+  }, ms);
+  ctx.timers.add(t);
+}
+
+/** Resolves after `ms` (a simulated duration, not synchronisation), rejects when `signal` aborts. */
+export function sleep(ctx: Ctx, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new Error('aborted'));
+    const t = setTimeout(() => {
+      ctx.timers.delete(t);
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    ctx.timers.add(t);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      ctx.timers.delete(t);
+      reject(new Error('aborted'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export async function emitEvent(ctx: Ctx, o: Obj, type: 'Normal' | 'Warning', reason: string, message: string, component: string): Promise<void> {
+  const now = new Date().toISOString();
+  try {
+    await ctx.rest.create(R.Event, {
+      metadata: { name: `${o.metadata.name}.${randomBytes(6).toString('hex')}`, namespace: o.metadata.namespace ?? 'default' },
+      involvedObject: { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, namespace: o.metadata.namespace, uid: o.metadata.uid },
+      type,
+      reason,
+      message,
+      source: { component },
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    });
+  } catch (e) {
+    if (!notFound(e) && !ctx.stopping) console.error(`[sim] event: ${(e as Error).message}`);
+  }
+}
+
+/** Decodes a Secret's data (base64) and stringData into plain strings. */
+export function secretData(s: Obj | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries((s?.data ?? {}) as Record<string, string>)) out[k] = Buffer.from(v, 'base64').toString('utf8');
+  return out;
+}
+
+/** Forklift's condition: only ever status "True", with a category. */
+export interface Cond {
+  type: string;
+  status: 'True';
+  reason?: string;
+  category: 'Critical' | 'Error' | 'Warn' | 'Required' | 'Advisory';
+  message: string;
+  items?: string[];
+  durable?: boolean;
+  lastTransitionTime?: string;
+}
+
+export const cond = (type: string, category: Cond['category'], reason: string, message: string, items?: string[]): Cond => ({
+  type,
+  status: 'True',
+  reason,
+  category,
+  message,
+  ...(items && items.length ? { items } : {}),
+});
+
+/** Keeps lastTransitionTime of conditions already present (a condition only "transitions" when it appears). */
+export function stamp(next: Cond[], prev: Cond[] | undefined): Cond[] {
+  const now = new Date().toISOString();
+  return next.map((c) => ({ ...c, lastTransitionTime: prev?.find((p) => p.type === c.type)?.lastTransitionTime ?? c.lastTransitionTime ?? now }));
+}
+
+export const blocking = (cs: Cond[]): boolean => cs.some((c) => c.category === 'Critical' || c.category === 'Error');
+
+/** Equal ignoring lastTransitionTime (to skip no-op status writes that would re-trigger watches). */
+export function sameStatus(a: unknown, b: unknown): boolean {
+  const strip = (x: unknown): unknown => JSON.parse(JSON.stringify(x ?? null, (k, v) => (k === 'lastTransitionTime' ? undefined : v)));
+  return JSON.stringify(strip(a)) === JSON.stringify(strip(b));
+}

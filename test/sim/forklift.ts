@@ -1,0 +1,863 @@
+// Simulated Konveyor Forklift: Provider, Host, NetworkMap/StorageMap, Plan validation and the cold raw-copy
+// Migration itinerary (forklift-contract.md). Conditions are written the Forklift way: only status "True",
+// with categories, re-staged on every reconcile.
+import ipaddr from 'ipaddr.js';
+import { bundleVerifies, parsePEMBundle } from './certs.ts';
+import { type Cond, type Ctx, blocking, cond, emitEvent, later, sameStatus, secretData, sleep, stamp } from './context.ts';
+import { Informer, type Obj, Queue, R, keyOf, notFound } from './rest.ts';
+import { type DiskFixture, type VMFixture, type World, contentIdentity, sameUrl } from './world.ts';
+
+export const FORKLIFT_API = 'forklift.konveyor.io/v1beta1';
+/** Forklift's own error text when VDDK cannot open the disk on an unreachable/captured ESXi address. */
+export const NBD_ERROR = "nbd_connect_uri: the server has no export named ''";
+
+type Ref = { name?: string; namespace?: string; uid?: string } | undefined;
+
+interface StepState {
+  name: string;
+  description: string;
+  phase: 'Pending' | 'Running' | 'Completed';
+  progress: { total: number; completed: number };
+  annotations?: Record<string, string>;
+  tasks?: Array<{ name: string; phase: string; progress: { total: number; completed: number }; annotations: Record<string, string>; started?: string; completed?: string; error?: { phase: string; reasons: string[] } }>;
+  started?: string;
+  completed?: string;
+  error?: { phase: string; reasons: string[] };
+}
+
+interface VMState {
+  id: string;
+  name: string;
+  phase: string;
+  started?: string;
+  completed?: string;
+  error?: { phase: string; reasons: string[] };
+  conditions: Cond[];
+  pipeline: StepState[];
+  restorePowerState?: string;
+  newName?: string;
+}
+
+interface Run {
+  planKey: string;
+  migration: Obj;
+  started: string;
+  completed?: string;
+  vms: VMState[];
+  abort: AbortController;
+  result?: 'Succeeded' | 'Failed' | 'Canceled';
+  canceledByDelete?: boolean;
+  cancelVM: Map<string, AbortController>;
+}
+
+export class Forklift {
+  private readonly ctx: Ctx;
+  private readonly loaded = new Set<string>();
+  private readonly loading = new Set<string>();
+  private readonly vddkChecked = new Set<string>();
+  private readonly vddkChecking = new Set<string>();
+  /** Validation conditions per plan key (merged with runtime conditions on every write). */
+  private readonly planValidation = new Map<string, Cond[]>();
+  private readonly runs = new Map<string, Run>();
+  private readonly writeChains = new Map<string, Promise<void>>();
+  private readonly dirty = new Set<string>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private queues: Queue[] = [];
+  private pq!: Queue;
+  private hq!: Queue;
+  private mq!: Queue;
+  private planq!: Queue;
+  private migq!: Queue;
+
+  constructor(ctx: Ctx) {
+    this.ctx = ctx;
+  }
+
+  /** Starts the Forklift informers and loops (the CRDs must exist). */
+  async start(): Promise<void> {
+    const { ctx } = this;
+    const inf = ctx.inf;
+    inf.provider = new Informer(ctx.rest, R.Provider);
+    inf.host = new Informer(ctx.rest, R.Host);
+    inf.nmap = new Informer(ctx.rest, R.NetworkMap);
+    inf.smap = new Informer(ctx.rest, R.StorageMap);
+    inf.plan = new Informer(ctx.rest, R.Plan);
+    inf.migration = new Informer(ctx.rest, R.Migration);
+    this.pq = new Queue((k) => this.reconcileProvider(k));
+    this.hq = new Queue((k) => this.reconcileHost(k));
+    this.mq = new Queue((k) => this.reconcileMap(k));
+    this.planq = new Queue((k) => this.reconcilePlan(k));
+    this.migq = new Queue((k) => this.reconcileMigration(k));
+    this.queues = [this.pq, this.hq, this.mq, this.planq, this.migq];
+    const all = (ns?: string): void => {
+      for (const i of [inf.host!, inf.nmap!, inf.smap!, inf.plan!]) for (const o of i.list(ns)) this.queueOf(i).add(`${i.res.kind}|${keyOf(o)}`);
+    };
+    inf.provider.on((t, o) => {
+      if (t !== 'DELETED') this.pq.add(keyOf(o));
+      all();
+    });
+    inf.host.on((t, o) => {
+      if (t !== 'DELETED') this.hq.add(`Host|${keyOf(o)}`);
+    });
+    inf.nmap.on((t, o) => {
+      if (t !== 'DELETED') this.mq.add(`NetworkMap|${keyOf(o)}`);
+      for (const p of inf.plan!.list()) this.planq.add(`Plan|${keyOf(p)}`);
+    });
+    inf.smap.on((t, o) => {
+      if (t !== 'DELETED') this.mq.add(`StorageMap|${keyOf(o)}`);
+      for (const p of inf.plan!.list()) this.planq.add(`Plan|${keyOf(p)}`);
+    });
+    inf.plan.on((t, o) => {
+      if (t === 'DELETED') this.planDeleted(o).catch((e) => console.error(`[sim] plan GC: ${(e as Error).message}`));
+      else this.planq.add(`Plan|${keyOf(o)}`);
+    });
+    inf.migration.on((t, o) => {
+      if (t === 'DELETED') this.migrationDeleted(o);
+      else this.migq.add(keyOf(o));
+    });
+    ctx.inf.secret.on((_t, s) => {
+      for (const p of inf.provider!.list()) if (p.spec?.secret?.name === s.metadata.name) this.pq.add(keyOf(p));
+      for (const h of inf.host!.list()) if (h.spec?.secret?.name === s.metadata.name) this.hq.add(`Host|${keyOf(h)}`);
+    });
+    for (const i of [inf.provider, inf.host, inf.nmap, inf.smap, inf.plan, inf.migration]) i.start();
+    await Promise.all([inf.provider, inf.host, inf.nmap, inf.smap, inf.plan, inf.migration].map((i) => i.synced));
+  }
+
+  private queueOf(i: Informer): Queue {
+    return i.res.kind === 'Host' ? this.hq : i.res.kind === 'Plan' ? this.planq : this.mq;
+  }
+
+  stop(): void {
+    for (const q of this.queues) q.stop();
+    for (const r of this.runs.values()) r.abort.abort();
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    const inf = this.ctx.inf;
+    for (const i of [inf.provider, inf.host, inf.nmap, inf.smap, inf.plan, inf.migration]) i?.stop();
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  worldOf(p: Obj | undefined): World | undefined {
+    if (!p?.spec?.url) return undefined;
+    return this.ctx.worlds.find((w) => sameUrl(w.url, p.spec.url));
+  }
+
+  providerByUid(uid: string): Obj | undefined {
+    return this.ctx.inf.provider?.list().find((p) => p.metadata.uid === uid);
+  }
+
+  inventoryLoaded(p: Obj): boolean {
+    return this.loaded.has(p.metadata.uid!);
+  }
+
+  private async writeStatus(res: typeof R.Provider, o: Obj, status: Record<string, unknown>): Promise<void> {
+    const next = { ...status, conditions: stamp((status.conditions as Cond[]) ?? [], o.status?.conditions), observedGeneration: o.metadata.generation };
+    const prev = { ...(o.status ?? {}) };
+    const cmp = Object.fromEntries(Object.keys(next).map((k) => [k, prev[k]]));
+    if (sameStatus(cmp, next)) return;
+    try {
+      await this.ctx.rest.patch(res, o.metadata.namespace, o.metadata.name, { status: next }, 'status');
+    } catch (e) {
+      if (!notFound(e)) throw e;
+    }
+  }
+
+  /** A reference with an explicit namespace; Forklift reports NotSet/NotFound otherwise. */
+  private resolve(i: Informer | undefined, ref: Ref): { obj?: Obj; reason?: 'NotSet' | 'NotFound' } {
+    if (!ref?.name || !ref.namespace) return { reason: 'NotSet' };
+    const obj = i?.get(ref.namespace, ref.name);
+    return obj ? { obj } : { reason: 'NotFound' };
+  }
+
+  private isReady(o: Obj | undefined): boolean {
+    return !!o?.status?.conditions?.some((c: Cond) => c.type === 'Ready' && c.status === 'True');
+  }
+
+  // ---------------------------------------------------------------- Provider
+
+  private async reconcileProvider(key: string): Promise<void> {
+    const [ns, name] = key.split('/') as [string, string];
+    const p = this.ctx.inf.provider!.get(ns, name);
+    if (!p || p.metadata.deletionTimestamp) return;
+    const conds: Cond[] = [];
+    let phase = 'Staging';
+    let fingerprint: string | undefined = undefined;
+    const type = p.spec?.type;
+    const done = (): Promise<void> => this.writeStatus(R.Provider, p, { phase, conditions: conds, ...(fingerprint ? { fingerprint } : {}) });
+    if (type === 'openshift') {
+      // The destination "host" provider: empty url = this cluster.
+      conds.push(cond('ConnectionTestSucceeded', 'Required', 'Tested', 'Connection test, succeeded.'));
+      conds.push(cond('InventoryCreated', 'Required', 'Completed', 'The inventory has been loaded.'));
+      conds.push(cond('Ready', 'Required', 'Completed', 'The provider is ready.'));
+      phase = 'Ready';
+      return done();
+    }
+    if (type !== 'vsphere') {
+      conds.push(cond('ProviderTypeNotSupported', 'Critical', 'NotSupported', 'The provider type is not supported.'));
+      phase = 'ValidationFailed';
+      return done();
+    }
+    const url: string = p.spec?.url ?? '';
+    if (!url) conds.push(cond('UrlNotValid', 'Critical', 'NotSet', 'The provider is not responding: url not set.'));
+    else if (!URL.canParse(url)) conds.push(cond('UrlNotValid', 'Critical', 'Malformed', 'The URL is not valid.'));
+    const sref = p.spec?.secret as Ref;
+    let data: Record<string, string> = {};
+    if (!sref?.name || !sref.namespace) conds.push(cond('SecretNotValid', 'Critical', 'NotSet', 'The secret is not valid.'));
+    else {
+      const s = this.ctx.inf.secret.get(sref.namespace, sref.name);
+      if (!s) conds.push(cond('SecretNotValid', 'Critical', 'NotFound', 'The secret is not valid.'));
+      else data = secretData(s);
+    }
+    const insecure = data.insecureSkipVerify === 'true';
+    const ca = data['ca.crt'] ?? data.cacert;
+    if (!conds.some((c) => c.type === 'SecretNotValid')) {
+      const missing = ['user', 'password'].filter((k) => !data[k]);
+      if (!insecure && !ca && !data.thumbprint) missing.push('cacert');
+      if (missing.length) conds.push(cond('SecretNotValid', 'Critical', 'DataErr', 'The secret is not valid.', missing));
+      // A SHA-1 thumbprint where a PEM CA is expected (Forklift ≥2.6 wants the CA).
+      else if (!insecure && (!ca || parsePEMBundle(ca).length === 0)) conds.push(cond('SecretNotValid', 'Critical', 'DataErr', 'The secret is not valid.', ['cacert']));
+    }
+    if (blocking(conds)) {
+      phase = 'ValidationFailed';
+      return done();
+    }
+    const world = this.worldOf(p);
+    if (!world) {
+      conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Could not connect to the ESXi/vCenter server: dial tcp: lookup ${new URL(url).hostname}: no such host`));
+      phase = 'ConnectionFailed';
+      return done();
+    }
+    if (insecure) conds.push(cond('ConnectionInsecure', 'Warn', 'SkipTLSVerification', 'TLS is susceptible to machine-in-the-middle attacks when certificate verification is skipped.'));
+    else if (!bundleVerifies(ca!, world.fixture.certPEM)) {
+      conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Post "${url}": tls: failed to verify certificate: x509: certificate signed by unknown authority`));
+      phase = 'ConnectionFailed';
+      return done();
+    }
+    if (data.user !== world.fixture.user || data.password !== world.fixture.password) {
+      conds.push(cond('ConnectionAuthFailed', 'Critical', 'Tested', 'Cannot complete login due to an incorrect user name or password.'));
+      phase = 'ConnectionFailed';
+      return done();
+    }
+    conds.push(cond('ConnectionTestSucceeded', 'Required', 'Tested', 'Connection test, succeeded.'));
+    fingerprint = world.fixture.thumbprint;
+    const lkey = p.metadata.uid!;
+    if (!this.loaded.has(lkey)) {
+      conds.push(cond('LoadInventory', 'Advisory', 'Started', 'Loading the inventory.'));
+      if (!this.loading.has(lkey)) {
+        this.loading.add(lkey);
+        later(this.ctx, this.ctx.timings.loadInventoryMs, () => {
+          this.loaded.add(lkey);
+          this.pq.add(key);
+        });
+      }
+      return done();
+    }
+    conds.push(cond('InventoryCreated', 'Required', 'Completed', 'The inventory has been loaded.'));
+    conds.push(cond('Ready', 'Required', 'Completed', 'The provider is ready.'));
+    phase = 'Ready';
+    return done();
+  }
+
+  // ---------------------------------------------------------------- Host
+
+  private async reconcileHost(k: string): Promise<void> {
+    const [ns, name] = k.slice('Host|'.length).split('/') as [string, string];
+    const h = this.ctx.inf.host!.get(ns, name);
+    if (!h || h.metadata.deletionTimestamp) return;
+    const conds: Cond[] = [];
+    const pr = this.resolve(this.ctx.inf.provider, h.spec?.provider);
+    const world = this.worldOf(pr.obj);
+    if (pr.reason) conds.push(cond('RefNotValid', 'Critical', pr.reason, 'The provider reference is not valid.'));
+    else if (pr.obj!.metadata.namespace !== ns) conds.push(cond('RefNotValid', 'Critical', 'NotValid', 'The host must be in the namespace of its provider.'));
+    const hf = world?.host(h.spec?.id);
+    if (!conds.length && (!world || !hf)) conds.push(cond('RefNotValid', 'Critical', 'NotFound', 'The host id was not found in the inventory.'));
+    const ip: string = h.spec?.ipAddress ?? '';
+    if (!ipaddr.isValid(ip)) conds.push(cond('IpNotValid', 'Critical', ip ? 'Malformed' : 'NotSet', 'The IP address is not valid.'));
+    const sr = this.resolve(this.ctx.inf.secret, h.spec?.secret);
+    const data = secretData(sr.obj);
+    if (sr.reason) conds.push(cond('SecretNotValid', 'Critical', sr.reason, 'The secret is not valid.'));
+    else {
+      const missing = ['user', 'password'].filter((x) => !data[x]);
+      if (missing.length) conds.push(cond('SecretNotValid', 'Critical', 'DataErr', 'The secret is not valid.', missing));
+    }
+    if (!blocking(conds) && hf && world) {
+      if (hf.inMaintenance) conds.push(cond('InMaintenance', 'Warn', 'InMaintenance', 'The host is in maintenance mode.'));
+      if (!world.reachable(hf.id, ip)) conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Could not connect to the ESXi host: dial tcp ${ip}:443: connect: no route to host`));
+      else if (data.user !== hf.user || data.password !== hf.password) conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', 'Could not connect to the ESXi host: incorrect user name or password.'));
+      else conds.push(cond('Ready', 'Required', 'Completed', 'The host is ready.'));
+    }
+    await this.writeStatus(R.Host, h, { conditions: conds });
+  }
+
+  // ---------------------------------------------------------------- maps
+
+  private mapConds(m: Obj): { conds: Cond[]; world?: World } {
+    const conds: Cond[] = [];
+    const src = this.resolve(this.ctx.inf.provider, m.spec?.provider?.source);
+    const dst = this.resolve(this.ctx.inf.provider, m.spec?.provider?.destination);
+    if (src.reason) conds.push(cond('SourceProviderNotValid', 'Critical', src.reason, 'The source provider is not valid.'));
+    else if (!this.isReady(src.obj)) conds.push(cond('SourceProviderNotReady', 'Critical', 'NotReady', 'The source provider is not ready.'));
+    if (dst.reason) conds.push(cond('DestinationProviderNotValid', 'Critical', dst.reason, 'The destination provider is not valid.'));
+    else if (!this.isReady(dst.obj)) conds.push(cond('DestinationProviderNotReady', 'Critical', 'NotReady', 'The destination provider is not ready.'));
+    return { conds, world: this.worldOf(src.obj) };
+  }
+
+  private async reconcileMap(k: string): Promise<void> {
+    const [kind, rest] = k.split('|') as [string, string];
+    const [ns, name] = rest.split('/') as [string, string];
+    const storage = kind === 'StorageMap';
+    const m = (storage ? this.ctx.inf.smap : this.ctx.inf.nmap)!.get(ns, name);
+    if (!m || m.metadata.deletionTimestamp) return;
+    const { conds, world } = this.mapConds(m);
+    if (!blocking(conds) && world) {
+      const known = storage ? world.fixture.datastores : world.fixture.networks;
+      const unknown = ((m.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string } }>)
+        .map((e) => e.source?.id ?? e.source?.name ?? '')
+        .filter((ref) => !known.some((x) => x.id === ref || x.name === ref));
+      // Forklift only warns about unknown source ids: the map still goes Ready.
+      if (unknown.length) conds.push(cond(storage ? 'SourceStorageNotValid' : 'SourceNetworkNotValid', 'Warn', 'NotFound', `Source ${storage ? 'storage' : 'network'} not found.`, unknown));
+    }
+    if (!blocking(conds)) conds.push(cond('Ready', 'Required', 'Completed', 'The map is ready.'));
+    await this.writeStatus(storage ? R.StorageMap : R.NetworkMap, m, { conditions: conds });
+  }
+
+  // ---------------------------------------------------------------- Plan
+
+  private findVM(world: World, ref: { id?: string; name?: string }): VMFixture | undefined {
+    return world.fixture.vms.find((v) => (ref.id && v.id === ref.id) || (!ref.id && ref.name && v.name === ref.name));
+  }
+
+  private async reconcilePlan(k: string): Promise<void> {
+    const key = k.slice('Plan|'.length);
+    const [ns, name] = key.split('/') as [string, string];
+    const plan = this.ctx.inf.plan!.get(ns, name);
+    if (!plan || plan.metadata.deletionTimestamp) return;
+    const conds: Cond[] = [];
+    const spec = plan.spec ?? {};
+    const src = this.resolve(this.ctx.inf.provider, spec.provider?.source);
+    const dst = this.resolve(this.ctx.inf.provider, spec.provider?.destination);
+    if (src.reason) conds.push(cond('SourceProviderNotValid', 'Critical', src.reason, 'The source provider is not valid.'));
+    else if (!this.isReady(src.obj)) conds.push(cond('SourceProviderNotReady', 'Critical', 'NotReady', 'The source provider is not ready.'));
+    if (dst.reason) conds.push(cond('DestinationProviderNotValid', 'Critical', dst.reason, 'The destination provider is not valid.'));
+    else if (!this.isReady(dst.obj)) conds.push(cond('DestinationProviderNotReady', 'Critical', 'NotReady', 'The destination provider is not ready.'));
+    const nm = this.resolve(this.ctx.inf.nmap, spec.map?.network);
+    const sm = this.resolve(this.ctx.inf.smap, spec.map?.storage);
+    if (nm.reason) conds.push(cond('NetworkMapNotValid', 'Critical', nm.reason, 'Map.Network is not valid.'));
+    else if (!this.isReady(nm.obj)) conds.push(cond('NetworkMapNotReady', 'Critical', 'NotReady', 'Map.Network does not have Ready condition.'));
+    if (sm.reason) conds.push(cond('StorageMapNotValid', 'Critical', sm.reason, 'Map.Storage is not valid.'));
+    else if (!this.isReady(sm.obj)) conds.push(cond('StorageMapNotReady', 'Critical', 'NotReady', 'Map.Storage does not have Ready condition.'));
+    if (!spec.targetNamespace) conds.push(cond('NamespaceNotValid', 'Critical', 'NotSet', 'Target namespace is not valid.'));
+    const world = this.worldOf(src.obj);
+    const refs = (spec.vms ?? []) as Array<{ id?: string; name?: string }>;
+    if (world && !src.reason) {
+      const notFound: string[] = [];
+      const netUnmapped: string[] = [];
+      const stoUnmapped: string[] = [];
+      const multiPod: string[] = [];
+      const nmEntries = (nm.obj?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string }; destination?: { type?: string } }>;
+      const smEntries = (sm.obj?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string } }>;
+      const matches = (e: { source?: { id?: string; name?: string } }, x: { id: string; name: string }): boolean => e.source?.id === x.id || (!e.source?.id && e.source?.name === x.name);
+      for (const r of refs) {
+        const vm = this.findVM(world, r);
+        const label = r.id ?? r.name ?? '';
+        if (!vm) {
+          notFound.push(label);
+          continue;
+        }
+        const nets = world.fixture.networks.filter((n) => vm.nics.some((c) => c.network === n.id));
+        if (nm.obj && nets.some((n) => !nmEntries.some((e) => matches(e, n)))) netUnmapped.push(vm.id);
+        if (nm.obj && nets.filter((n) => nmEntries.some((e) => matches(e, n) && e.destination?.type === 'pod')).length > 1) multiPod.push(vm.id);
+        const dss = world.fixture.datastores.filter((d) => vm.disks.some((x) => x.datastore === d.id));
+        if (sm.obj && dss.some((d) => !smEntries.some((e) => matches(e, d)))) stoUnmapped.push(vm.id);
+      }
+      if (notFound.length) conds.push(cond('VMNotFound', 'Critical', 'NotFound', 'VM not found.', notFound));
+      if (netUnmapped.length) conds.push(cond('VMNetworksNotMapped', 'Critical', 'NotValid', 'VM has unmapped networks.', netUnmapped));
+      if (multiPod.length) conds.push(cond('VMMultiplePodNetworkMappings', 'Critical', 'NotValid', 'VM has more than one interface mapped to the pod network.', multiPod));
+      if (stoUnmapped.length) conds.push(cond('VMStorageNotMapped', 'Critical', 'NotValid', 'VM has unmapped storage.', stoUnmapped));
+      const vddk: string | undefined = src.obj?.spec?.settings?.vddkInitImage;
+      if (spec.skipGuestConversion === true && !vddk) {
+        conds.push(cond('VDDKInitImageUnavailable', 'Critical', 'NotSet', 'VDDK init image is not set on the source provider; it is required when skipGuestConversion is set.'));
+      } else if (vddk && !blocking(conds)) {
+        const vkey = `${plan.metadata.uid}/${vddk}`;
+        if (!this.vddkChecked.has(vkey)) {
+          conds.push(cond('ValidatingVDDK', 'Advisory', 'Started', 'Validating the VDDK init image.'));
+          if (!this.vddkChecking.has(vkey)) {
+            this.vddkChecking.add(vkey);
+            later(this.ctx, this.ctx.timings.validatingVddkMs, () => {
+              this.vddkChecked.add(vkey);
+              this.planq.add(k);
+            });
+          }
+        }
+      }
+    }
+    if (!refs.length) conds.push(cond('VMNotValid', 'Critical', 'NotSet', 'The plan lists no VMs.'));
+    if (!blocking(conds) && !conds.some((c) => c.type === 'ValidatingVDDK')) conds.push(cond('Ready', 'Required', 'Completed', 'The migration plan is ready.'));
+    this.planValidation.set(key, conds);
+    await this.writePlan(key);
+    if (this.isReadyConds(conds)) for (const m of this.ctx.inf.migration!.list(ns)) if (m.spec?.plan?.name === name) this.migq.add(keyOf(m));
+  }
+
+  private isReadyConds(cs: Cond[]): boolean {
+    return cs.some((c) => c.type === 'Ready');
+  }
+
+  private async planDeleted(plan: Obj): Promise<void> {
+    const key = keyOf(plan);
+    this.planValidation.delete(key);
+    // From 2.12 deleting a Plan garbage-collects every labelled claim/DataVolume not owned by a VM.
+    const uid = plan.metadata.uid!;
+    const run = this.runs.get(key);
+    run?.abort.abort();
+    for (const [i, res] of [[this.ctx.inf.dv, R.DataVolume], [this.ctx.inf.pvc, R.PVC]] as const) {
+      for (const o of i.list()) {
+        if (o.metadata.labels?.plan !== uid) continue;
+        if ((o.metadata.ownerReferences ?? []).some((r) => r.kind === 'VirtualMachine')) continue;
+        await this.ctx.rest.del(res, o.metadata.namespace, o.metadata.name).catch(() => false);
+      }
+    }
+  }
+
+  /** Writes validation + runtime state of a plan; serialized per plan. */
+  private writePlan(key: string): Promise<void> {
+    const prev = this.writeChains.get(key) ?? Promise.resolve();
+    const next = prev.then(() => this.doWritePlan(key)).catch((e) => {
+      if (!this.ctx.stopping) console.error(`[sim] plan status ${key}: ${(e as Error).message}`);
+    });
+    this.writeChains.set(key, next);
+    return next;
+  }
+
+  private async doWritePlan(key: string): Promise<void> {
+    if (this.ctx.stopping) return;
+    const [ns, name] = key.split('/') as [string, string];
+    const plan = this.ctx.inf.plan!.get(ns, name);
+    if (!plan) return;
+    const run = this.runs.get(key);
+    const conds = [...(this.planValidation.get(key) ?? [])];
+    const prevMig = plan.status?.migration ?? {};
+    let migration = prevMig;
+    // Terminal conditions of the last run stay on the plan (durable) until a new run starts.
+    const prevTerminal = ((plan.status?.conditions ?? []) as Cond[]).filter((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type));
+    if (run) {
+      migration = {
+        ...prevMig,
+        started: run.started,
+        ...(run.completed ? { completed: run.completed } : {}),
+        vms: run.vms,
+        history: this.history(prevMig.history, run),
+      };
+      if (!run.result) conds.push(cond('Executing', 'Advisory', 'Started', 'The plan is EXECUTING.'));
+      else conds.push(this.terminal(run, 'plan'));
+    } else conds.push(...prevTerminal.map((c) => ({ ...c, durable: true })));
+    const next = { conditions: stamp(conds, plan.status?.conditions), observedGeneration: plan.metadata.generation, migration };
+    if (sameStatus({ conditions: plan.status?.conditions, observedGeneration: plan.status?.observedGeneration, migration: plan.status?.migration }, next)) return;
+    // Read-modify-write on the freshest object so concurrent writers never drop each other's fields.
+    const fresh = await this.ctx.rest.get(R.Plan, ns, name);
+    if (!fresh) return;
+    fresh.status = { ...(fresh.status ?? {}), ...next, conditions: stamp(conds, fresh.status?.conditions) };
+    await this.ctx.rest.replace(R.Plan, fresh, 'status');
+  }
+
+  private terminal(run: Run, what: 'plan' | 'migration'): Cond {
+    const subject = what === 'plan' ? 'The plan execution has' : 'The migration has';
+    if (run.result === 'Succeeded') return { ...cond('Succeeded', 'Advisory', 'Completed', `${subject} SUCCEEDED.`), durable: true };
+    if (run.result === 'Failed') return { ...cond('Failed', 'Advisory', 'Completed', `${subject} FAILED.`), durable: true };
+    return { ...cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', `${subject} been CANCELED.`), durable: true };
+  }
+
+  private history(prev: unknown, run: Run): unknown[] {
+    const h = ((prev ?? []) as Array<{ migration?: { uid?: string; name?: string; namespace?: string }; conditions?: unknown }>).filter((x) => x.migration?.uid !== run.migration.metadata.uid);
+    h.push({
+      migration: { name: run.migration.metadata.name, namespace: run.migration.metadata.namespace, uid: run.migration.metadata.uid },
+      conditions: run.result ? [this.terminal(run, 'plan')] : [cond('Executing', 'Advisory', 'Started', 'The plan is EXECUTING.')],
+    });
+    return h;
+  }
+
+  // ---------------------------------------------------------------- Migration
+
+  private async writeMigration(run: Run): Promise<void> {
+    const m = this.ctx.inf.migration!.get(run.migration.metadata.namespace, run.migration.metadata.name);
+    if (!m || m.metadata.uid !== run.migration.metadata.uid) return;
+    const conds = [run.result ? this.terminal(run, 'migration') : cond('Executing', 'Advisory', 'Started', 'The migration is EXECUTING.')];
+    await this.writeStatus(R.Migration, m, { conditions: conds, started: run.started, ...(run.completed ? { completed: run.completed } : {}), vms: run.vms });
+  }
+
+  private markDirty(run: Run): void {
+    this.dirty.add(keyOf(run.migration));
+    if (this.flushTimer) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      const keys = [...this.dirty];
+      this.dirty.clear();
+      for (const k of keys) {
+        const r = [...this.runs.values()].find((x) => keyOf(x.migration) === k);
+        if (r) void this.flush(r);
+      }
+    }, this.ctx.timings.tickMs);
+  }
+
+  private async flush(run: Run): Promise<void> {
+    if (this.ctx.stopping) return;
+    // Plan first: whoever sees the Migration finished must find the Plan's history already written.
+    await this.writePlan(run.planKey);
+    await this.writeMigration(run).catch((e) => console.error(`[sim] migration status: ${(e as Error).message}`));
+  }
+
+  private async reconcileMigration(key: string): Promise<void> {
+    const [ns, name] = key.split('/') as [string, string];
+    const m = this.ctx.inf.migration!.get(ns, name);
+    if (!m || m.metadata.deletionTimestamp) return;
+    const active = [...this.runs.values()].find((r) => r.migration.metadata.uid === m.metadata.uid);
+    if (active) {
+      // spec.cancel: cancel the listed VMs of the running migration.
+      for (const c of (m.spec?.cancel ?? []) as Array<{ id?: string }>) if (c.id) active.cancelVM.get(c.id)?.abort();
+      return;
+    }
+    if (m.status?.completed || (m.status?.conditions ?? []).some((c: Cond) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))) return;
+    const pr = this.resolve(this.ctx.inf.plan, m.spec?.plan);
+    if (pr.reason) {
+      await this.writeStatus(R.Migration, m, { conditions: [cond('PlanNotValid', 'Critical', pr.reason, 'The plan is not valid.')] });
+      return;
+    }
+    const plan = pr.obj!;
+    const planKey = keyOf(plan);
+    if (!this.isReadyConds(this.planValidation.get(planKey) ?? [])) {
+      await this.writeStatus(R.Migration, m, { conditions: [cond('PlanNotReady', 'Critical', 'NotReady', 'The plan is not ready.')] });
+      return;
+    }
+    if (this.runs.has(planKey)) return; // another migration of this plan is running; wait for it
+    const now = new Date().toISOString();
+    const run: Run = { planKey, migration: m, started: now, vms: [], abort: new AbortController(), cancelVM: new Map() };
+    const hist = (plan.status?.migration?.history ?? []) as unknown[];
+    const prevTerminal = ((plan.status?.conditions ?? []) as Cond[]).some((c) => c.type === 'Succeeded' || c.type === 'Failed');
+    this.runs.set(planKey, run);
+    if (hist.length && prevTerminal) {
+      // The retry trap: VMs of a plan with history are never migrated again; the run "succeeds" creating nothing.
+      run.vms = ((plan.status?.migration?.vms ?? []) as VMState[]).map((v) => ({ ...v }));
+      run.result = 'Succeeded';
+      run.completed = new Date().toISOString();
+      await this.finish(run);
+      return;
+    }
+    this.execute(run, plan).catch(async (e) => {
+      if (this.ctx.stopping) return;
+      console.error(`[sim] migration ${key}: ${(e as Error).message}`);
+      run.result = 'Failed';
+      run.completed = new Date().toISOString();
+      await this.finish(run).catch(() => undefined);
+    });
+  }
+
+  private migrationDeleted(m: Obj): void {
+    const run = [...this.runs.values()].find((r) => r.migration.metadata.uid === m.metadata.uid);
+    if (run && !run.result) {
+      run.canceledByDelete = true;
+      run.abort.abort();
+    }
+  }
+
+  private async finish(run: Run): Promise<void> {
+    await this.flush(run);
+    this.runs.delete(run.planKey);
+    // Another Migration of the same plan may be waiting.
+    const [ns, name] = run.planKey.split('/') as [string, string];
+    for (const m of this.ctx.inf.migration!.list(ns)) if (m.spec?.plan?.name === name && m.metadata.uid !== run.migration.metadata.uid) this.migq.add(keyOf(m));
+  }
+
+  private async execute(run: Run, plan: Obj): Promise<void> {
+    const src = this.ctx.inf.provider!.get(plan.spec.provider.source.namespace, plan.spec.provider.source.name)!;
+    const world = this.worldOf(src)!;
+    const vms = ((plan.spec.vms ?? []) as Array<{ id?: string; name?: string }>).map((r) => this.findVM(world, r)!);
+    for (const vm of vms) {
+      const mb = (d: DiskFixture): number => Math.ceil(d.capacity / 2 ** 20);
+      const total = vm.disks.reduce((a, d) => a + mb(d), 0);
+      run.vms.push({
+        id: vm.id,
+        name: vm.name,
+        phase: 'Started',
+        conditions: [],
+        pipeline: [
+          { name: 'Initialize', description: 'Initialize migration.', phase: 'Pending', progress: { total: 0, completed: 0 } },
+          {
+            name: 'DiskTransfer',
+            description: 'Transfer disks.',
+            phase: 'Pending',
+            progress: { total, completed: 0 },
+            annotations: { unit: 'MB' },
+            tasks: vm.disks.map((d) => ({ name: d.file, phase: 'Pending', progress: { total: mb(d), completed: 0 }, annotations: { unit: 'MB' } })),
+          },
+          { name: 'VirtualMachineCreation', description: 'Create VM.', phase: 'Pending', progress: { total: 1, completed: 0 } },
+        ],
+      });
+    }
+    this.markDirty(run);
+    // At most maxVmInflight VMs transfer at once (controller_max_vm_inflight); the others wait as Pending.
+    const inflight = Math.max(1, this.ctx.timings.maxVmInflight);
+    let next = 0;
+    for (const st of run.vms.slice(inflight)) st.conditions = stamp([cond('Pending', 'Advisory', 'Pending', 'The VM migration is PENDING.')], undefined);
+    const worker = async (): Promise<void> => {
+      while (next < vms.length) {
+        const i = next++;
+        run.vms[i]!.conditions = [];
+        await this.migrateVM(run, plan, src, world, vms[i]!, run.vms[i]!);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(inflight, vms.length) }, () => worker()));
+    if (this.ctx.stopping) return;
+    const results = run.vms.map((v) => v.conditions.find((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))?.type);
+    run.result = run.canceledByDelete || results.every((r) => r === 'Canceled') ? 'Canceled' : results.includes('Failed') ? 'Failed' : 'Succeeded';
+    run.completed = new Date().toISOString();
+    await this.finish(run);
+  }
+
+  private async migrateVM(run: Run, plan: Obj, src: Obj, world: World, vm: VMFixture, st: VMState): Promise<void> {
+    const ctx = this.ctx;
+    const vmAbort = new AbortController();
+    run.cancelVM.set(vm.id, vmAbort);
+    const signal = AbortSignal.any([run.abort.signal, vmAbort.signal]);
+    const tns: string = plan.spec.targetNamespace;
+    const labels = {
+      plan: plan.metadata.uid!,
+      migration: run.migration.metadata.uid!,
+      vmID: vm.id,
+      'plan-name': plan.metadata.name,
+      'plan-namespace': plan.metadata.namespace!,
+    };
+    const [init, xfer, create] = st.pipeline as [StepState, StepState, StepState];
+    const now = (): string => new Date().toISOString();
+    const phase = async (p: string): Promise<void> => {
+      st.phase = p;
+      this.markDirty(run);
+      await sleep(ctx, ctx.timings.stepMs, signal);
+    };
+    const dvs: Obj[] = [];
+    let step: StepState = init;
+    try {
+      st.started = now();
+      init.phase = 'Running';
+      init.started = now();
+      await phase('StorePowerState');
+      st.restorePowerState = vm.powerState === 'poweredOn' ? 'On' : 'Off';
+      await phase('PowerOffSource');
+      vm.powerState = 'poweredOff';
+      await phase('WaitForPowerOff');
+      init.phase = 'Completed';
+      init.completed = now();
+      await phase('CreateDataVolumes');
+      const smEntries = (ctx.inf.smap!.get(plan.spec.map.storage.namespace, plan.spec.map.storage.name)?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string }; destination?: { storageClass?: string; volumeMode?: string; accessMode?: string } }>;
+      const vddk: string = src.spec?.settings?.vddkInitImage ?? '';
+      const hostRef = world.host(vm.host)!;
+      for (const d of vm.disks) {
+        const ds = world.fixture.datastores.find((x) => x.id === d.datastore)!;
+        const dest = smEntries.find((e) => e.source?.id === ds.id || (!e.source?.id && e.source?.name === ds.name))?.destination ?? {};
+        const dv = await ctx.rest.create(R.DataVolume, {
+          metadata: {
+            generateName: `${plan.metadata.name}-${vm.id}-`,
+            namespace: tns,
+            labels,
+            annotations: { 'forklift.konveyor.io/disk-source': d.file, 'cdi.kubevirt.io/storage.bind.immediate.requested': 'true' },
+          },
+          spec: {
+            source: {
+              vddk: {
+                backingFile: d.file,
+                url: src.spec.url,
+                uuid: vm.uuid,
+                thumbprint: world.fixture.thumbprint,
+                secretRef: `${plan.metadata.name}-${vm.id}-vddk`,
+                initImageURL: vddk,
+              },
+            },
+            storage: {
+              ...(dest.storageClass ? { storageClassName: dest.storageClass } : {}),
+              ...(dest.volumeMode ? { volumeMode: dest.volumeMode } : {}),
+              accessModes: [dest.accessMode ?? 'ReadWriteOnce'],
+              resources: { requests: { storage: String(d.capacity) } },
+            },
+          },
+        });
+        dvs.push(dv);
+      }
+      step = xfer;
+      xfer.phase = 'Running';
+      xfer.started = now();
+      await phase('CopyDisks');
+      // Claims exist (CDI creates them) and are bound before any byte moves.
+      const claims = await Promise.all(dvs.map((dv) => ctx.inf.pvc.waitUntil(() => {
+        const c = ctx.inf.pvc.get(tns, dv.metadata.name);
+        return c?.status?.phase === 'Bound' ? c : undefined;
+      }, signal)));
+      if (vm.faults.awaitingVddk || !vddk) {
+        // CDI waits for a VDDK image that is not configured: nothing ever moves.
+        for (const dv of dvs) {
+          await this.patchDV(dv, {
+            phase: 'ImportScheduled',
+            progress: 'N/A',
+            conditions: [{ type: 'Running', status: 'False', reason: 'AwaitingVDDK', message: 'waiting for v2v-vmware configmap or alternate image for VDDK image' }],
+          });
+        }
+        await new Promise((_r, rej) => signal.addEventListener('abort', () => rej(new Error('aborted')), { once: true }));
+      }
+      // Disk traffic goes to a Ready Host override of this host in the provider's namespace, else to the advertised address.
+      const override = ctx.inf.host!.list(src.metadata.namespace).find((h) => h.spec?.id === vm.host && h.spec?.provider?.name === src.metadata.name && this.isReady(h));
+      const address: string = override?.spec?.ipAddress ?? hostRef.address;
+      if (!world.reachable(vm.host, address)) {
+        for (const dv of dvs) await this.patchDV(dv, { phase: 'ImportInProgress', progress: '0.00%' });
+        const deadline = Date.now() + ctx.timings.unreachableFailMs;
+        let n = 0;
+        while (Date.now() < deadline) {
+          for (const c of claims) await emitEvent(ctx, c, 'Warning', 'ErrImportFailed', `Unable to connect to vddk data source: VixDiskLib_Open [${address}] ${vm.disks[0]!.file}: The server refused connection (attempt ${n + 1})`, 'cdi-importer');
+          n++;
+          await sleep(ctx, Math.max(ctx.timings.unreachableFailMs / 3, ctx.timings.tickMs), signal);
+        }
+        throw Object.assign(new Error(NBD_ERROR), { forklift: true });
+      }
+      await Promise.all(vm.disks.map((d, i) => this.transferDisk(run, world, vm, d, dvs[i]!, claims[i]!, xfer, i, signal)));
+      xfer.phase = 'Completed';
+      xfer.completed = now();
+      step = create;
+      create.phase = 'Running';
+      create.started = now();
+      await phase('CreateVM');
+      const target = await this.createVM(run, plan, vm, st, tns, labels, claims);
+      for (const c of claims) {
+        await ctx.rest.patch(R.PVC, tns, c.metadata.name, {
+          metadata: { ownerReferences: [{ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', name: target.metadata.name, uid: target.metadata.uid! }] },
+        });
+      }
+      for (const dv of dvs) await ctx.rest.del(R.DataVolume, tns, dv.metadata.name);
+      create.phase = 'Completed';
+      create.progress.completed = 1;
+      create.completed = now();
+      st.phase = 'Completed';
+      st.completed = now();
+      st.conditions = stamp([cond('Succeeded', 'Advisory', 'Completed', 'The VM migration has SUCCEEDED.')], undefined);
+      this.markDirty(run);
+    } catch (e) {
+      if (ctx.stopping) return;
+      const canceled = signal.aborted;
+      step.phase = step.phase === 'Pending' ? 'Pending' : 'Completed';
+      st.completed = now();
+      if (canceled) {
+        st.phase = 'Canceled';
+        st.conditions = stamp([cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
+      } else {
+        const msg = (e as Error).message;
+        if (!(e as { forklift?: boolean }).forklift) console.error(`[sim] migrate ${vm.id}: ${msg}`);
+        step.error = { phase: st.phase, reasons: [msg] };
+        st.error = { phase: st.phase, reasons: [msg] };
+        st.phase = 'Completed';
+        st.conditions = stamp([cond('Failed', 'Advisory', 'Completed', 'The VM migration has FAILED.')], undefined);
+      }
+      // Canceled VMs are cleaned up; failed VMs too when deleteVmOnFailMigration (default true from 2.12).
+      if (canceled || plan.spec.deleteVmOnFailMigration !== false) {
+        for (const dv of dvs) {
+          await ctx.rest.del(R.DataVolume, tns, dv.metadata.name).catch(() => false);
+          await ctx.rest.del(R.PVC, tns, dv.metadata.name).catch(() => false);
+        }
+      }
+      this.markDirty(run);
+    } finally {
+      run.cancelVM.delete(vm.id);
+    }
+  }
+
+  private async patchDV(dv: Obj, status: Record<string, unknown>): Promise<void> {
+    await this.ctx.rest.patch(R.DataVolume, dv.metadata.namespace, dv.metadata.name, { status }, 'status').catch((e) => {
+      if (!notFound(e)) throw e;
+    });
+  }
+
+  private async transferDisk(run: Run, world: World, vm: VMFixture, d: DiskFixture, dv: Obj, claim: Obj, xfer: StepState, i: number, signal: AbortSignal): Promise<void> {
+    const ctx = this.ctx;
+    const task = xfer.tasks![i]!;
+    task.phase = 'Running';
+    task.started = new Date().toISOString();
+    const totalMB = task.progress.total;
+    let done = 0;
+    let last = Date.now();
+    let froze = false;
+    const failAt = vm.faults.failTransferAtPercent;
+    await this.patchDV(dv, { phase: 'ImportInProgress', progress: '0.00%' });
+    while (done < totalMB) {
+      await sleep(ctx, ctx.timings.tickMs, signal);
+      const t = Date.now();
+      done = Math.min(totalMB, done + (ctx.mbPerSecond * (t - last)) / 1000);
+      last = t;
+      let pct = (done / totalMB) * 100;
+      if (failAt !== undefined && pct >= failAt) {
+        task.progress.completed = Math.floor((failAt / 100) * totalMB);
+        const msg = `Unable to transfer source data to target: nbdkit: vddk: VixDiskLib_Read: ${d.file}: Unknown error at ${failAt}%`;
+        task.error = { phase: 'Running', reasons: [msg] };
+        await this.patchDV(dv, { phase: 'Failed', progress: `${failAt.toFixed(2)}%` });
+        throw Object.assign(new Error(msg), { forklift: true });
+      }
+      if (vm.faults.conversionFreeze && pct >= 99.92 && !froze) {
+        // CDI runs qemu-img convert from scratch to the target: progress sits at 99.92% for a while.
+        froze = true;
+        done = totalMB * 0.9992;
+        pct = 99.92;
+        task.progress.completed = Math.floor(done);
+        xfer.progress.completed = xfer.tasks!.reduce((a, x) => a + x.progress.completed, 0);
+        this.markDirty(run);
+        await this.patchDV(dv, { phase: 'ImportInProgress', progress: '99.92%' });
+        await sleep(ctx, ctx.timings.conversionMs, signal);
+        last = Date.now();
+        continue;
+      }
+      task.progress.completed = Math.floor(done);
+      xfer.progress.completed = xfer.tasks!.reduce((a, x) => a + x.progress.completed, 0);
+      this.markDirty(run);
+      await this.patchDV(dv, { phase: done >= totalMB ? 'ImportInProgress' : 'ImportInProgress', progress: `${pct.toFixed(2)}%` });
+    }
+    // The data is on the PV now: record the content identity of the source disk on it.
+    const pvName: string = claim.spec?.volumeName ?? ctx.inf.pvc.get(claim.metadata.namespace, claim.metadata.name)?.spec?.volumeName;
+    await ctx.rest.patch(R.PV, undefined, pvName, {
+      metadata: { annotations: { [CONTENT_ANNOTATION]: contentIdentity(world.url, vm.id, d), [SOURCE_ANNOTATION]: `${world.url}#${vm.id}/${d.file}` } },
+    });
+    await this.patchDV(dv, { phase: 'Succeeded', progress: '100.0%', conditions: [{ type: 'Ready', status: 'True', reason: 'Completed' }, { type: 'Bound', status: 'True', reason: 'Bound' }] });
+    task.phase = 'Completed';
+    task.completed = new Date().toISOString();
+    this.markDirty(run);
+  }
+
+  private async createVM(run: Run, plan: Obj, vm: VMFixture, st: VMState, tns: string, labels: Record<string, string>, claims: Obj[]): Promise<Obj> {
+    const name = vm.name.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || vm.id;
+    st.newName = name;
+    const tps = plan.spec.targetPowerState;
+    const on = tps === 'on' || (tps !== 'off' && st.restorePowerState === 'On');
+    const sockets = Math.max(1, Math.floor(vm.cpuCount / Math.max(1, vm.coresPerSocket)));
+    const body = {
+      metadata: { name, namespace: tns, labels: { ...labels, app: name }, annotations: { 'forklift.konveyor.io/source-vm-id': vm.id } },
+      spec: {
+        runStrategy: on ? 'Always' : 'Halted',
+        template: {
+          metadata: { labels: { ...labels } },
+          spec: {
+            domain: {
+              cpu: { cores: vm.coresPerSocket, sockets, threads: 1 },
+              memory: { guest: `${vm.memoryMB}Mi` },
+              firmware: {
+                serial: vm.uuid,
+                bootloader: vm.firmware === 'efi' ? { efi: { secureBoot: vm.secureBoot } } : { bios: {} },
+              },
+              features: vm.secureBoot ? { smm: { enabled: true } } : {},
+              devices: {
+                disks: claims.map((_c, i) => ({ name: `vol-${i}`, disk: { bus: 'virtio' }, ...(i === 0 ? { bootOrder: 1 } : {}) })),
+                interfaces: vm.nics.map((n, i) => ({ name: `net-${i}`, macAddress: n.mac, model: 'virtio', masquerade: {} })),
+              },
+            },
+            networks: vm.nics.map((_n, i) => ({ name: `net-${i}`, pod: {} })),
+            volumes: claims.map((c, i) => ({ name: `vol-${i}`, persistentVolumeClaim: { claimName: c.metadata.name } })),
+          },
+        },
+      },
+    };
+    return await this.ctx.rest.create(R.VirtualMachine, body);
+  }
+}
+
+export const CONTENT_ANNOTATION = 'sim.cozystack.io/content-sha256';
+export const SOURCE_ANNOTATION = 'sim.cozystack.io/source-disk';

@@ -1,0 +1,218 @@
+// The simulated vCenter / Forklift / CDI / KubeVirt / Cozystack engine, running in-process against the real
+// API server of test/e2e/env: watch-driven loops, an HTTPS inventory server and a validating webhook server.
+// It never imports controller code (src/**).
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
+import { type Ctx, DEFAULT_TIMINGS, type SimTimings } from './context.ts';
+import { Forklift } from './forklift.ts';
+import { Informer, type Obj, R, Rest, notFound, HttpError } from './rest.ts';
+import { Inventory, Webhook } from './servers.ts';
+import { SIM_PROVISIONER, Storage } from './storage.ts';
+import { World, type WorldFixture } from './world.ts';
+
+export { SIM_PROVISIONER, POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
+export { vcenter, World, contentIdentity, inServiceCIDR, type WorldFixture, type VCenterSpec, type VMFixture, type HostFixture, type DiskFixture, type VMFaults } from './world.ts';
+export { CONTENT_ANNOTATION, SOURCE_ANNOTATION, NBD_ERROR } from './forklift.ts';
+export { INVENTORY_SECRET, NAME_LIMITS, appNameError } from './servers.ts';
+export { DEFAULT_TIMINGS, type SimTimings } from './context.ts';
+
+const CRD_DIR = join(dirname(fileURLToPath(import.meta.url)), '../crds');
+
+export interface SimOptions {
+  /** Admin kubeconfig of the control plane. */
+  kubeconfigPath: string;
+  /** One per simulated vCenter, matched by Provider spec.url. */
+  worlds: WorldFixture[];
+  /** Transfer speed in MiB/s; default 16384 (a 16 GiB disk ≈ 1 s). */
+  mbPerSecond?: number;
+  /** Default true; false = Forklift CRDs absent (removed if present) until sim.installForklift(). */
+  forkliftInstalled?: boolean;
+  /** Default 'cozy-forklift'. */
+  forkliftNamespace?: string;
+  /** Fast-forward knobs; defaults are small (DEFAULT_TIMINGS). */
+  timings?: Partial<SimTimings>;
+}
+
+export interface Sim {
+  /** HTTPS inventory; `caPEM` is the CA currently published in Secret forklift-inventory-serving-cert (key ca.crt). */
+  inventory: { url: string; readonly caPEM: string };
+  /** The live, mutable model of the vCenter with that URL (power state, faults). */
+  world(url: string): World;
+  /** Installs the Forklift CRDs later ("absent or late Forklift") and starts the Forklift loops. */
+  installForklift(): Promise<void>;
+  /** Fault: the inventory keeps serving its certificate while the published CA no longer matches it (false restores). */
+  setInventoryCertMismatch(on: boolean): Promise<void>;
+  /** Name of the ValidatingWebhookConfiguration the sim registered. */
+  readonly webhookConfigName: string;
+  /** Stops loops and servers, removes its webhook configuration. */
+  stop(): Promise<void>;
+}
+
+/** Every stand-in CRD of test/crds, by component label (forklift | cdi | kubevirt | cozystack). */
+export function standInCRDs(component?: string): Obj[] {
+  const out: Obj[] = [];
+  for (const f of readdirSync(CRD_DIR).filter((x) => x.endsWith('.yaml')).sort()) {
+    for (const d of YAML.parseAllDocuments(readFileSync(join(CRD_DIR, f), 'utf8'))) {
+      const o = d.toJSON() as Obj | null;
+      if (o?.kind === 'CustomResourceDefinition' && (!component || o.metadata.labels?.['sim.cozystack.io/component'] === component)) out.push(o);
+    }
+  }
+  return out;
+}
+
+async function until(what: string, fn: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`sim: timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function applyCRDs(rest: Rest, crds: Obj[]): Promise<void> {
+  for (const c of crds) {
+    const cur = await rest.get(R.CRD, undefined, c.metadata.name);
+    if (cur) await rest.replace(R.CRD, { ...c, metadata: { ...c.metadata, resourceVersion: cur.metadata.resourceVersion } });
+    else await rest.create(R.CRD, c);
+  }
+  for (const c of crds) {
+    await until(`CRD ${c.metadata.name} Established`, async () => {
+      const got = await rest.get(R.CRD, undefined, c.metadata.name);
+      return !!got?.status?.conditions?.some((x: { type: string; status: string }) => x.type === 'Established' && x.status === 'True');
+    });
+  }
+}
+
+/** One sim per process at a time: two would both play Forklift and run every Migration twice. */
+let running = false;
+
+export async function startSim(opts: SimOptions): Promise<Sim> {
+  if (running) throw new Error('startSim: a simulator is already running in this process; stop() it first');
+  const rest = new Rest(opts.kubeconfigPath);
+  running = true;
+  const mk = (res: (typeof R)[keyof typeof R]): Informer => new Informer(rest, res);
+  const ctx: Ctx = {
+    rest,
+    worlds: opts.worlds.map((w) => new World(w)),
+    timings: { ...DEFAULT_TIMINGS, ...(opts.timings ?? {}) },
+    mbPerSecond: opts.mbPerSecond ?? 16384,
+    forkliftNamespace: opts.forkliftNamespace ?? 'cozy-forklift',
+    stopping: false,
+    timers: new Set(),
+    inf: { secret: mk(R.Secret), pvc: mk(R.PVC), pv: mk(R.PV), sc: mk(R.StorageClass), dv: mk(R.DataVolume), vm: mk(R.VirtualMachine), vmdisk: mk(R.VMDisk), vminstance: mk(R.VMInstance) },
+  };
+  let forklift: Forklift | undefined;
+  let storage: Storage | undefined;
+  let inventory: Inventory | undefined;
+  let webhook: Webhook | undefined;
+  const stop = async (): Promise<void> => {
+    if (ctx.stopping) return;
+    ctx.stopping = true;
+    for (const t of ctx.timers) clearTimeout(t);
+    ctx.timers.clear();
+    forklift?.stop();
+    storage?.stop();
+    for (const i of Object.values(ctx.inf)) (i as Informer | undefined)?.stop();
+    await webhook?.stop().catch(() => undefined);
+    await inventory?.stop().catch(() => undefined);
+    rest.close();
+    running = false;
+  };
+  const startForklift = async (): Promise<void> => {
+    if (forklift) return;
+    const f = new Forklift(ctx);
+    forklift = f;
+    await f.start();
+  };
+  try {
+    await applyCRDs(rest, [...standInCRDs('cdi'), ...standInCRDs('kubevirt'), ...standInCRDs('cozystack')]);
+    if (opts.forkliftInstalled === false) {
+      // A shared control plane may still have them from an earlier file: Forklift must really be absent.
+      for (const c of standInCRDs('forklift')) await rest.del(R.CRD, undefined, c.metadata.name);
+      for (const c of standInCRDs('forklift')) await until(`CRD ${c.metadata.name} removed`, async () => !(await rest.get(R.CRD, undefined, c.metadata.name)), 60_000);
+    } else {
+      await applyCRDs(rest, standInCRDs('forklift'));
+    }
+    try {
+      await rest.create(R.Namespace, { metadata: { name: ctx.forkliftNamespace } });
+    } catch (e) {
+      if (!(e instanceof HttpError && e.code === 409)) throw e;
+    }
+    storage = new Storage(ctx);
+    for (const i of Object.values(ctx.inf)) (i as Informer).start();
+    await Promise.all(Object.values(ctx.inf).map((i) => (i as Informer).synced));
+    if (opts.forkliftInstalled !== false) await startForklift();
+    inventory = new Inventory(ctx, () => forklift);
+    await inventory.start();
+    webhook = new Webhook(ctx);
+    await webhook.start();
+    // The API server picks webhook configurations up asynchronously: wait until a dry-run create is judged.
+    const probeNs = ctx.forkliftNamespace;
+    await until('the sim admission webhook to be effective', async () => {
+      try {
+        await rest.createDryRun(R.VMDisk, { metadata: { name: 'x'.repeat(46), namespace: probeNs }, spec: {} });
+        return false;
+      } catch (e) {
+        return e instanceof HttpError && /validate\.apps\.cozystack\.io/.test(e.message);
+      }
+    });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const inv = inventory;
+  const wh = webhook;
+  const byUrl = new Map(ctx.worlds.map((w) => [w.url, w]));
+  return {
+    inventory: {
+      get url() {
+        return inv.url;
+      },
+      get caPEM() {
+        return inv.caPEM;
+      },
+    },
+    world(url: string): World {
+      const w = byUrl.get(url) ?? ctx.worlds.find((x) => x.url.replace(/\/$/, '') === url.replace(/\/$/, ''));
+      if (!w) throw new Error(`sim: no world for ${url}`);
+      return w;
+    },
+    async installForklift(): Promise<void> {
+      await applyCRDs(rest, standInCRDs('forklift'));
+      await startForklift();
+    },
+    setInventoryCertMismatch: (on: boolean) => inv.setCertMismatch(on),
+    webhookConfigName: wh.configName,
+    stop,
+  };
+}
+
+/** Creates (or replaces) a StorageClass; `SIM_PROVISIONER` classes are provisioned by the running sim. */
+export async function createStorageClass(
+  kubeconfigPath: string,
+  o: { name: string; bindingMode?: 'Immediate' | 'WaitForFirstConsumer'; reclaimPolicy?: 'Delete' | 'Retain'; isDefault?: boolean; provisioner?: string },
+): Promise<void> {
+  const rest = new Rest(kubeconfigPath);
+  try {
+    const body: Obj = {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: o.name, annotations: o.isDefault ? { 'storageclass.kubernetes.io/is-default-class': 'true' } : {} },
+      provisioner: o.provisioner ?? SIM_PROVISIONER,
+      reclaimPolicy: o.reclaimPolicy ?? 'Delete',
+      volumeBindingMode: o.bindingMode ?? 'Immediate',
+    };
+    const cur = await rest.get(R.StorageClass, undefined, o.name);
+    if (cur) {
+      // Most StorageClass fields are immutable: replace by delete + create.
+      await rest.del(R.StorageClass, undefined, o.name);
+      await until(`StorageClass ${o.name} deleted`, async () => !(await rest.get(R.StorageClass, undefined, o.name)));
+    }
+    await rest.create(R.StorageClass, body);
+  } catch (e) {
+    if (!notFound(e)) throw e;
+  } finally {
+    rest.close();
+  }
+}

@@ -1,0 +1,391 @@
+// The simulator's own tiny REST layer over the real API server (it must never import controller code).
+// Plain JSON objects; an informer is list + watch (re-list on 410), with an in-memory cache and handlers.
+import https from 'node:https';
+import * as k8s from '@kubernetes/client-node';
+
+export interface Obj {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    generateName?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: OwnerRef[];
+    deletionTimestamp?: string;
+    creationTimestamp?: string;
+    [k: string]: unknown;
+  };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  spec?: any;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  status?: any;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  [k: string]: any;
+}
+
+export interface OwnerRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export interface Res {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+const r = (group: string, version: string, plural: string, kind: string, namespaced = true): Res => ({ group, version, plural, kind, namespaced });
+
+export const R = {
+  Namespace: r('', 'v1', 'namespaces', 'Namespace', false),
+  Secret: r('', 'v1', 'secrets', 'Secret'),
+  Event: r('', 'v1', 'events', 'Event'),
+  PVC: r('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
+  PV: r('', 'v1', 'persistentvolumes', 'PersistentVolume', false),
+  StorageClass: r('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
+  CRD: r('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
+  TokenReview: r('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
+  ValidatingWebhookConfiguration: r('admissionregistration.k8s.io', 'v1', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', false),
+  Provider: r('forklift.konveyor.io', 'v1beta1', 'providers', 'Provider'),
+  Host: r('forklift.konveyor.io', 'v1beta1', 'hosts', 'Host'),
+  NetworkMap: r('forklift.konveyor.io', 'v1beta1', 'networkmaps', 'NetworkMap'),
+  StorageMap: r('forklift.konveyor.io', 'v1beta1', 'storagemaps', 'StorageMap'),
+  Plan: r('forklift.konveyor.io', 'v1beta1', 'plans', 'Plan'),
+  Migration: r('forklift.konveyor.io', 'v1beta1', 'migrations', 'Migration'),
+  DataVolume: r('cdi.kubevirt.io', 'v1beta1', 'datavolumes', 'DataVolume'),
+  VirtualMachine: r('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine'),
+  VMDisk: r('apps.cozystack.io', 'v1alpha1', 'vmdisks', 'VMDisk'),
+  VMInstance: r('apps.cozystack.io', 'v1alpha1', 'vminstances', 'VMInstance'),
+} as const;
+
+export function apiVersionOf(res: Res): string {
+  return res.group ? `${res.group}/${res.version}` : res.version;
+}
+
+export class HttpError extends Error {
+  readonly code: number;
+  readonly reason: string;
+  constructor(code: number, reason: string, message: string) {
+    super(message);
+    this.code = code;
+    this.reason = reason;
+  }
+}
+export const notFound = (e: unknown): boolean => e instanceof HttpError && e.code === 404;
+export const conflict = (e: unknown): boolean => e instanceof HttpError && e.code === 409;
+
+function path(res: Res, ns?: string, name?: string, sub?: string): string {
+  const base = res.group ? `/apis/${res.group}/${res.version}` : `/api/${res.version}`;
+  const n = res.namespaced && ns ? `/namespaces/${encodeURIComponent(ns)}` : '';
+  return `${base}${n}/${res.plural}${name ? `/${encodeURIComponent(name)}` : ''}${sub ? `/${sub}` : ''}`;
+}
+
+export class Rest {
+  readonly server: string;
+  private readonly kc: k8s.KubeConfig;
+  private readonly agent: https.Agent;
+  private base: https.RequestOptions = {};
+  private ready: Promise<void>;
+
+  constructor(kubeconfigPath: string) {
+    this.kc = new k8s.KubeConfig();
+    this.kc.loadFromFile(kubeconfigPath);
+    this.server = this.kc.getCurrentCluster()!.server.replace(/\/$/, '');
+    this.agent = new https.Agent({ keepAlive: true, maxSockets: 32 });
+    this.ready = this.kc.applyToHTTPSOptions(this.base).then(() => undefined);
+  }
+
+  private async send(method: string, p: string, body: unknown, contentType: string, signal?: AbortSignal, onLine?: (line: string) => void): Promise<unknown> {
+    await this.ready;
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { ...((this.base.headers as Record<string, string>) ?? {}), Accept: 'application/json', 'User-Agent': 'cozystack-sim' };
+    if (payload !== undefined) {
+      headers['Content-Type'] = contentType;
+      headers['Content-Length'] = String(Buffer.byteLength(payload));
+    }
+    return await new Promise((resolve, reject) => {
+      const req = https.request(
+        this.server + p,
+        { method, headers, agent: onLine ? undefined : this.agent, ca: this.base.ca, cert: this.base.cert, key: this.base.key, signal, timeout: onLine ? 0 : 30_000 },
+        (res) => {
+          const status = res.statusCode ?? 0;
+          res.setEncoding('utf8');
+          let text = '';
+          if (onLine && status < 300) {
+            res.on('data', (c: string) => {
+              text += c;
+              let i: number;
+              while ((i = text.indexOf('\n')) >= 0) {
+                const line = text.slice(0, i).trim();
+                text = text.slice(i + 1);
+                if (line) onLine(line);
+              }
+            });
+            res.on('end', () => resolve(undefined));
+            res.on('aborted', () => resolve(undefined));
+            res.on('error', () => resolve(undefined));
+            return;
+          }
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => {
+            let parsed: { reason?: string; message?: string } | undefined;
+            try {
+              parsed = text ? JSON.parse(text) : undefined;
+            } catch {
+              parsed = undefined;
+            }
+            if (status >= 200 && status < 300) resolve(parsed);
+            else reject(new HttpError(status, parsed?.reason ?? String(status), parsed?.message ?? text.slice(0, 300)));
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`timeout ${method} ${p}`)));
+      req.on('error', (e) => {
+        if ((e as { name?: string }).name === 'AbortError') resolve(undefined);
+        else reject(new HttpError(0, 'ConnectionError', e.message));
+      });
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+
+  async get(res: Res, ns: string | undefined, name: string): Promise<Obj | undefined> {
+    try {
+      return (await this.send('GET', path(res, ns, name), undefined, '')) as Obj;
+    } catch (e) {
+      if (notFound(e)) return undefined;
+      throw e;
+    }
+  }
+  async list(res: Res, ns?: string): Promise<{ items: Obj[]; metadata: { resourceVersion: string } }> {
+    return (await this.send('GET', path(res, ns), undefined, '')) as { items: Obj[]; metadata: { resourceVersion: string } };
+  }
+  async create(res: Res, obj: Omit<Obj, 'metadata'> & { metadata: Partial<Obj['metadata']> }): Promise<Obj> {
+    return (await this.send('POST', path(res, obj.metadata.namespace), { apiVersion: apiVersionOf(res), kind: res.kind, ...obj }, 'application/json')) as Obj;
+  }
+  async createDryRun(res: Res, obj: Omit<Obj, 'metadata'> & { metadata: Partial<Obj['metadata']> }): Promise<Obj> {
+    return (await this.send('POST', `${path(res, obj.metadata.namespace)}?dryRun=All`, { apiVersion: apiVersionOf(res), kind: res.kind, ...obj }, 'application/json')) as Obj;
+  }
+  async replace(res: Res, obj: Obj, sub?: string): Promise<Obj> {
+    return (await this.send('PUT', path(res, obj.metadata.namespace, obj.metadata.name, sub), obj, 'application/json')) as Obj;
+  }
+  async patch(res: Res, ns: string | undefined, name: string, patch: unknown, sub?: 'status'): Promise<Obj> {
+    return (await this.send('PATCH', path(res, ns, name, sub), patch, 'application/merge-patch+json')) as Obj;
+  }
+  async del(res: Res, ns: string | undefined, name: string, opts: { uid?: string } = {}): Promise<boolean> {
+    const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' };
+    if (opts.uid) body.preconditions = { uid: opts.uid };
+    try {
+      await this.send('DELETE', path(res, ns, name), body, 'application/json');
+      return true;
+    } catch (e) {
+      if (notFound(e) || conflict(e)) return false;
+      throw e;
+    }
+  }
+  /** Generic POST (TokenReview). */
+  async post(res: Res, body: unknown): Promise<Obj> {
+    return (await this.send('POST', path(res), body, 'application/json')) as Obj;
+  }
+  watch(res: Res, rv: string, onEvent: (type: string, obj: Obj) => void, signal: AbortSignal): Promise<unknown> {
+    const q = new URLSearchParams({ watch: 'true', resourceVersion: rv, allowWatchBookmarks: 'true', timeoutSeconds: '300' });
+    return this.send('GET', `${path(res)}?${q}`, undefined, '', signal, (line) => {
+      let ev: { type: string; object: Obj };
+      try {
+        ev = JSON.parse(line);
+      } catch {
+        return;
+      }
+      onEvent(ev.type, ev.object);
+    });
+  }
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+export type Handler = (type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: Obj, old?: Obj) => void;
+
+export const keyOf = (o: { metadata: { namespace?: string; name: string } }): string => (o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name);
+
+/** List + watch of one resource cluster-wide, with a cache; handlers run on every change. */
+export class Informer {
+  readonly res: Res;
+  readonly cache = new Map<string, Obj>();
+  private readonly rest: Rest;
+  private readonly handlers: Handler[] = [];
+  private readonly abort = new AbortController();
+  private waiters = new Set<() => void>();
+  synced: Promise<void>;
+  private resolveSynced!: () => void;
+  private stopped = false;
+
+  constructor(rest: Rest, res: Res) {
+    this.rest = rest;
+    this.res = res;
+    this.synced = new Promise((r) => (this.resolveSynced = r));
+  }
+
+  on(h: Handler): this {
+    this.handlers.push(h);
+    return this;
+  }
+
+  start(): this {
+    void this.run();
+    return this;
+  }
+
+  private emit(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: Obj, old?: Obj): void {
+    for (const h of this.handlers) {
+      try {
+        h(type, obj, old);
+      } catch (e) {
+        console.error(`[sim] handler for ${this.res.kind} failed:`, e);
+      }
+    }
+    for (const w of [...this.waiters]) w();
+  }
+
+  private async run(): Promise<void> {
+    let rv = '';
+    while (!this.stopped) {
+      try {
+        if (!rv) {
+          const l = await this.rest.list(this.res);
+          const seen = new Set<string>();
+          for (const o of l.items) {
+            o.apiVersion = apiVersionOf(this.res);
+            o.kind = this.res.kind;
+            const k = keyOf(o);
+            seen.add(k);
+            const old = this.cache.get(k);
+            this.cache.set(k, o);
+            if (!old) this.emit('ADDED', o);
+            else if (old.metadata.resourceVersion !== o.metadata.resourceVersion) this.emit('MODIFIED', o, old);
+          }
+          for (const [k, o] of [...this.cache]) {
+            if (!seen.has(k)) {
+              this.cache.delete(k);
+              this.emit('DELETED', o);
+            }
+          }
+          rv = l.metadata.resourceVersion;
+          this.resolveSynced();
+        }
+        let gone = false;
+        await this.rest.watch(this.res, rv, (type, o) => {
+          if (type === 'BOOKMARK') {
+            rv = o.metadata.resourceVersion ?? rv;
+            return;
+          }
+          if (type === 'ERROR') {
+            gone = true;
+            return;
+          }
+          rv = o.metadata.resourceVersion ?? rv;
+          const k = keyOf(o);
+          const old = this.cache.get(k);
+          if (type === 'DELETED') {
+            this.cache.delete(k);
+            this.emit('DELETED', o, old);
+          } else {
+            this.cache.set(k, o);
+            this.emit(old ? 'MODIFIED' : 'ADDED', o, old);
+          }
+        }, this.abort.signal);
+        if (gone) rv = '';
+      } catch (e) {
+        if (this.stopped) return;
+        // Missing CRD (404) or a transient error: retry shortly from a fresh list.
+        if (!notFound(e)) console.error(`[sim] informer ${this.res.kind}: ${(e as Error).message}`);
+        rv = '';
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    }
+  }
+
+  get(ns: string | undefined, name: string): Obj | undefined {
+    return this.cache.get(ns ? `${ns}/${name}` : name);
+  }
+  list(ns?: string): Obj[] {
+    return [...this.cache.values()].filter((o) => !ns || o.metadata.namespace === ns);
+  }
+
+  /** Resolves when `pred` holds on the cache (re-checked on every event), or rejects when `signal` aborts. */
+  waitUntil<T>(pred: () => T | undefined | false | null, signal?: AbortSignal): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (signal?.aborted) {
+          this.waiters.delete(check);
+          reject(new Error('aborted'));
+          return;
+        }
+        const v = pred();
+        if (v) {
+          this.waiters.delete(check);
+          resolve(v);
+        }
+      };
+      this.waiters.add(check);
+      signal?.addEventListener('abort', check, { once: true });
+      check();
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort.abort();
+    for (const w of [...this.waiters]) w();
+    this.waiters.clear();
+  }
+}
+
+/** A deduplicating work queue processed one key at a time per queue. */
+export class Queue {
+  private readonly pending = new Set<string>();
+  private running = false;
+  private readonly fn: (key: string) => Promise<void>;
+  private stopped = false;
+  constructor(fn: (key: string) => Promise<void>) {
+    this.fn = fn;
+  }
+  add(key: string): void {
+    if (this.stopped) return;
+    this.pending.add(key);
+    if (!this.running) void this.drain();
+  }
+  private async drain(): Promise<void> {
+    this.running = true;
+    while (this.pending.size && !this.stopped) {
+      const k = this.pending.values().next().value as string;
+      this.pending.delete(k);
+      try {
+        await this.fn(k);
+      } catch (e) {
+        if (!this.stopped) {
+          console.error(`[sim] reconcile ${k}: ${(e as Error).message}`);
+          // Conflicts and transient errors: try again shortly.
+          const t = setTimeout(() => this.add(k), 200);
+          t.unref();
+        }
+      }
+    }
+    this.running = false;
+  }
+  stop(): void {
+    this.stopped = true;
+    this.pending.clear();
+  }
+}

@@ -1,0 +1,278 @@
+// The HTTPS servers of the simulator: Forklift's inventory service and the admission webhook that plays the
+// create-time checks of Cozystack's aggregated API (name limits) and of CDI (claim adoption).
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type CA, makeCA, makeServingCert } from './certs.ts';
+import type { Ctx } from './context.ts';
+import type { Forklift } from './forklift.ts';
+import { R } from './rest.ts';
+import { POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
+import { type World, sameUrl } from './world.ts';
+
+async function listen(server: https.Server): Promise<number> {
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+  return (server.address() as AddressInfo).port;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((res, rej) => {
+    let b = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (b += c));
+    req.on('end', () => res(b));
+    req.on('error', rej);
+  });
+}
+
+function json(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export async function closeServer(s: https.Server): Promise<void> {
+  s.closeAllConnections();
+  await new Promise<void>((res) => s.close(() => res()));
+}
+
+// ------------------------------------------------------------------ inventory
+
+export const INVENTORY_SECRET = 'forklift-inventory-serving-cert';
+
+export class Inventory {
+  private readonly ctx: Ctx;
+  private readonly forklift: () => Forklift | undefined;
+  private readonly server: https.Server;
+  private ca: CA;
+  private publishedCA: string;
+  url = '';
+
+  constructor(ctx: Ctx, forklift: () => Forklift | undefined) {
+    this.ctx = ctx;
+    this.forklift = forklift;
+    this.ca = makeCA('forklift-inventory CA');
+    this.publishedCA = this.ca.certPEM;
+    const ns = ctx.forkliftNamespace;
+    const cert = makeServingCert(this.ca, 'forklift-inventory', { ips: ['127.0.0.1'], dns: ['localhost', 'forklift-inventory', `forklift-inventory.${ns}.svc`, `forklift-inventory.${ns}.svc.cluster.local`] });
+    this.server = https.createServer({ key: cert.keyPEM, cert: cert.certPEM }, (req, res) => {
+      this.handle(req, res).catch((e) => json(res, 500, { error: (e as Error).message }));
+    });
+  }
+
+  get caPEM(): string {
+    return this.publishedCA;
+  }
+
+  async start(): Promise<void> {
+    const port = await listen(this.server);
+    this.url = `https://127.0.0.1:${port}`;
+    await this.publish();
+  }
+
+  private async publish(): Promise<void> {
+    const ns = this.ctx.forkliftNamespace;
+    const data = { 'ca.crt': Buffer.from(this.publishedCA).toString('base64') };
+    const cur = await this.ctx.rest.get(R.Secret, ns, INVENTORY_SECRET);
+    if (cur) await this.ctx.rest.replace(R.Secret, { ...cur, data });
+    else await this.ctx.rest.create(R.Secret, { metadata: { name: INVENTORY_SECRET, namespace: ns, labels: { 'sim.cozystack.io/inventory': 'true' } }, type: 'Opaque', data });
+  }
+
+  /**
+   * Fault: Forklift rotated its serving certificate without restarting: the published CA (Secret) no longer
+   * validates what the service serves. `false` restores the matching CA.
+   */
+  async setCertMismatch(on: boolean): Promise<void> {
+    this.publishedCA = on ? makeCA('forklift-inventory CA (rotated)').certPEM : this.ca.certPEM;
+    await this.publish();
+  }
+
+  async stop(): Promise<void> {
+    await closeServer(this.server);
+  }
+
+  private async authenticated(req: IncomingMessage): Promise<boolean> {
+    const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    if (!m) return false;
+    const tr = await this.ctx.rest.post(R.TokenReview, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: m[1] } });
+    return tr.status?.authenticated === true;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!(await this.authenticated(req))) return json(res, 401, { error: 'Unauthorized' });
+    const u = new URL(req.url ?? '/', 'https://x');
+    const detail = Number(u.searchParams.get('detail') ?? '0') > 0 || u.searchParams.get('detail') === 'all';
+    const m = /^\/providers\/vsphere\/([^/]+)(?:\/(vms|hosts|networks|datastores)(?:\/([^/]+))?)?\/?$/.exec(u.pathname);
+    if (!m) return json(res, 404, { error: 'not found' });
+    const fk = this.forklift();
+    const p = fk?.providerByUid(m[1]!);
+    const world = fk?.worldOf(p);
+    if (!p || !world) return json(res, 404, { error: 'provider not found' });
+    // Forklift answers 206 Partial Content while the provider's inventory is still loading.
+    if (!fk!.inventoryLoaded(p)) return json(res, 206, m[2] && !m[3] ? [] : {});
+    if (!m[2]) return json(res, 200, { uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace, type: 'vsphere', object: p });
+    const all = collection(world, m[2]);
+    if (m[3]) {
+      const one = all.find((x) => x.id === m[3]);
+      return one ? json(res, 200, one) : json(res, 404, { error: `${m[2]} ${m[3]} not found` });
+    }
+    return json(res, 200, detail ? all : all.map((x) => ({ id: x.id, parent: x.parent, path: x.path, revision: x.revision, name: x.name, selfLink: x.selfLink })));
+  }
+}
+
+type Item = { id: string; name: string; path: string; parent: unknown; revision: number; selfLink: string; [k: string]: unknown };
+
+/** The inventory model (kubev2v/forklift pkg/controller/provider/web/vsphere) answered from the fixture. */
+export function collection(world: World, kind: string): Item[] {
+  const f = world.fixture;
+  const dc = f.datacenter;
+  const base = (id: string, name: string, path: string, parentKind: string, parentId: string): Item => ({
+    id,
+    parent: { kind: parentKind, id: parentId },
+    path,
+    revision: 1,
+    name,
+    selfLink: `providers/vsphere/${kind}/${id}`,
+  });
+  const vcenterIp = new URL(f.url).hostname;
+  if (kind === 'vms') {
+    return f.vms.map((v) => ({
+      ...base(v.id, v.name, v.path, 'Folder', 'group-v4'),
+      uuid: v.uuid,
+      firmware: v.firmware,
+      secureBoot: v.secureBoot,
+      powerState: v.powerState,
+      connectionState: 'connected',
+      isTemplate: false,
+      cpuCount: v.cpuCount,
+      coresPerSocket: v.coresPerSocket,
+      memoryMB: v.memoryMB,
+      guestId: 'otherGuest64',
+      guestName: 'Other (64-bit)',
+      ipAddress: '',
+      changeTrackingEnabled: false,
+      storageUsed: v.disks.reduce((a, d) => a + d.capacity, 0),
+      disks: v.disks.map((d) => ({ key: d.key, file: d.file, datastore: { kind: 'Datastore', id: d.datastore }, capacity: d.capacity, shared: false, rdm: false, mode: 'persistent', bus: 'scsi' })),
+      networks: [...new Set(v.nics.map((n) => n.network))].map((id) => ({ kind: 'Network', id })),
+      nics: v.nics.map((n, i) => ({ mac: n.mac, network: { kind: 'Network', id: n.network }, order: i })),
+      host: v.host,
+      concerns: [],
+    }));
+  }
+  if (kind === 'hosts') {
+    return f.hosts.map((h) => ({
+      ...base(h.id, h.address, `/${dc}/host/cluster1/${h.address}`, 'Cluster', 'domain-c1'),
+      cluster: 'domain-c1',
+      status: 'green',
+      inMaintenance: h.inMaintenance,
+      managementServerIp: vcenterIp,
+      productName: 'VMware ESXi',
+      productVersion: '8.0.2',
+      networkAdapters: [h.address, ...h.otherAddresses].map((ip, i) => ({ name: i === 0 ? 'Management Network' : `vmk${i}`, ipAddress: ip, subnetMask: '255.255.255.0', mtu: 1500, linkSpeed: 10000 })),
+      datastores: f.datastores.map((d) => ({ kind: 'Datastore', id: d.id })),
+      networks: f.networks.map((n) => ({ kind: 'Network', id: n.id })),
+      vms: f.vms.filter((v) => v.host === h.id).map((v) => ({ kind: 'VM', id: v.id })),
+    }));
+  }
+  if (kind === 'networks') return f.networks.map((n) => ({ ...base(n.id, n.name, `/${dc}/network/${n.name}`, 'Folder', 'group-n1'), variant: 'Standard' }));
+  return f.datastores.map((d) => ({ ...base(d.id, d.name, `/${dc}/datastore/${d.name}`, 'Folder', 'group-s1'), type: 'VMFS', capacity: 4 * 1024 ** 4, free: 2 * 1024 ** 4, maintenance: 'normal' }));
+}
+
+// ------------------------------------------------------------------ admission webhook
+
+/** Helm release name limit minus the chart prefix (`vm-disk-`, `vm-instance-`). */
+export const NAME_LIMITS: Record<string, number> = { VMDisk: 45, VMInstance: 41 };
+const DNS1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+
+export function appNameError(kind: string, name: string): string | undefined {
+  const limit = NAME_LIMITS[kind];
+  if (limit === undefined) return undefined;
+  const why: string[] = [];
+  if (!DNS1035.test(name)) why.push("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')");
+  if (name.length > limit) why.push(`must be no more than ${limit} characters (the Helm release name ${kind === 'VMDisk' ? 'vm-disk-' : 'vm-instance-'}${name} exceeds 53)`);
+  return why.length ? `${kind}.apps.cozystack.io "${name}" is invalid: metadata.name: Invalid value: "${name}": ${why.join('; ')}` : undefined;
+}
+
+export class Webhook {
+  private readonly ctx: Ctx;
+  private readonly server: https.Server;
+  private readonly ca: CA;
+  readonly configName: string;
+  private port = 0;
+
+  constructor(ctx: Ctx) {
+    this.ctx = ctx;
+    this.ca = makeCA('sim-webhook CA');
+    const cert = makeServingCert(this.ca, '127.0.0.1', { ips: ['127.0.0.1'] });
+    this.server = https.createServer({ key: cert.keyPEM, cert: cert.certPEM }, (req, res) => {
+      this.handle(req, res).catch((e) => json(res, 500, { error: (e as Error).message }));
+    });
+    this.configName = `sim-cozystack-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  }
+
+  async start(): Promise<void> {
+    this.port = await listen(this.server);
+    // Remove configurations left by sims of processes that died without stop(): their Fail policy would block creates.
+    for (const c of (await this.ctx.rest.list(R.ValidatingWebhookConfiguration)).items) {
+      const pid = Number(c.metadata.labels?.['sim.cozystack.io/pid']);
+      if (!pid || pid === process.pid) continue;
+      let alive = true;
+      try {
+        process.kill(pid, 0);
+      } catch {
+        alive = false;
+      }
+      if (!alive) await this.ctx.rest.del(R.ValidatingWebhookConfiguration, undefined, c.metadata.name);
+    }
+    const clientConfig = (path: string) => ({ url: `https://127.0.0.1:${this.port}${path}`, caBundle: Buffer.from(this.ca.certPEM).toString('base64') });
+    const common = { sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', timeoutSeconds: 5, matchPolicy: 'Equivalent' };
+    await this.ctx.rest.create(R.ValidatingWebhookConfiguration, {
+      metadata: { name: this.configName, labels: { 'sim.cozystack.io/webhook': 'true', 'sim.cozystack.io/pid': String(process.pid) } },
+      webhooks: [
+        { name: 'validate.apps.cozystack.io', clientConfig: clientConfig('/apps'), rules: [{ apiGroups: ['apps.cozystack.io'], apiVersions: ['*'], operations: ['CREATE'], resources: ['vmdisks', 'vminstances'] }], ...common },
+        {
+          // Forklift's Secret webhook: only for Secrets labelled for a vSphere provider; tests the credentials.
+          name: 'secrets.forklift.konveyor.io',
+          clientConfig: clientConfig('/secrets'),
+          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['secrets'] }],
+          objectSelector: { matchLabels: { createdForResourceType: 'providers', createdForProviderType: 'vsphere' } },
+          ...common,
+        },
+        { name: 'datavolume-validate.cdi.kubevirt.io', clientConfig: clientConfig('/datavolumes'), rules: [{ apiGroups: ['cdi.kubevirt.io'], apiVersions: ['*'], operations: ['CREATE'], resources: ['datavolumes'] }], ...common },
+      ],
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.ctx.rest.del(R.ValidatingWebhookConfiguration, undefined, this.configName).catch(() => false);
+    await closeServer(this.server);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const review = JSON.parse(await readBody(req)) as { request: { uid: string; kind: { kind: string }; namespace?: string; object: { metadata?: { name?: string; annotations?: Record<string, string> } }; dryRun?: boolean } };
+    const rq = review.request;
+    const name = rq.object.metadata?.name ?? '';
+    let deny: { code: number; reason: string; message: string } | undefined;
+    const route = new URL(req.url ?? '/', 'https://x').pathname;
+    if (route === '/apps') {
+      const err = appNameError(rq.kind.kind, name);
+      if (err) deny = { code: 422, reason: 'Invalid', message: err };
+    } else if (route === '/datavolumes' && name && rq.namespace) {
+      const pvc = await this.ctx.rest.get(R.PVC, rq.namespace, name);
+      const adopt = pvc && (pvc.metadata.annotations?.[POPULATED_FOR] === name || rq.object.metadata?.annotations?.[ALLOW_ADOPTION] === 'true');
+      if (pvc && !adopt) deny = { code: 403, reason: 'Forbidden', message: ` Destination PVC ${rq.namespace}/${name} already exists` };
+    }
+    if (route === '/secrets' && this.ctx.inf.provider) {
+      const raw = (rq.object as { data?: Record<string, string>; stringData?: Record<string, string> });
+      const data: Record<string, string> = { ...Object.fromEntries(Object.entries(raw.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')])), ...(raw.stringData ?? {}) };
+      const world = data.url ? this.ctx.worlds.find((w) => sameUrl(w.url, data.url!)) : undefined;
+      // vCenter answers 401 to wrong credentials; Forklift turns it into a refused Secret.
+      if (world && (data.user !== world.fixture.user || data.password !== world.fixture.password)) deny = { code: 403, reason: 'Forbidden', message: 'Invalid credentials' };
+    }
+    json(res, 200, {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid: rq.uid, allowed: !deny, ...(deny ? { status: { code: deny.code, reason: deny.reason, message: deny.message } } : {}) },
+    });
+  }
+}

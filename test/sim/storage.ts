@@ -1,0 +1,283 @@
+// Simulated storage side: an external provisioner for SIM_PROVISIONER classes (the real kube-controller-manager
+// binds what it provisions), CDI DataVolumes (claim creation, blank/adopted volumes) and Cozystack's apps
+// rendering (VMDisk → DataVolume vm-disk-<name>, VMInstance → VirtualMachine vm-instance-<name>).
+import type { Ctx } from './context.ts';
+import { type Obj, Queue, R, keyOf, notFound, conflict, HttpError } from './rest.ts';
+
+export const SIM_PROVISIONER = 'sim.cozystack.io/provisioner';
+export const POPULATED_FOR = 'cdi.kubevirt.io/storage.populatedFor';
+export const ALLOW_ADOPTION = 'cdi.kubevirt.io/allowClaimAdoption';
+const SELECTED_NODE = 'volume.kubernetes.io/selected-node';
+
+export class Storage {
+  private readonly ctx: Ctx;
+  private readonly pvcq: Queue;
+  private readonly pvq: Queue;
+  private readonly dvq: Queue;
+  private readonly appq: Queue;
+
+  constructor(ctx: Ctx) {
+    this.ctx = ctx;
+    this.pvcq = new Queue((k) => this.provision(k));
+    this.pvq = new Queue((k) => this.reclaim(k));
+    this.dvq = new Queue((k) => this.reconcileDV(k));
+    this.appq = new Queue((k) => this.reconcileApp(k));
+    const inf = ctx.inf;
+    inf.pvc.on((t, o) => {
+      if (t !== 'DELETED') this.pvcq.add(keyOf(o));
+      this.dvq.add(keyOf(o));
+    });
+    inf.sc.on(() => {
+      for (const c of inf.pvc.list()) if (c.status?.phase === 'Pending') this.pvcq.add(keyOf(c));
+    });
+    inf.pv.on((t, o) => {
+      if (t !== 'DELETED') this.pvq.add(o.metadata.name);
+    });
+    inf.dv.on((t, o) => {
+      if (t !== 'DELETED') this.dvq.add(keyOf(o));
+    });
+    inf.vm.on((t, o) => {
+      if (t !== 'DELETED') void this.kubevirtStatus(o);
+    });
+    inf.vmdisk.on((t, o) => this.appq.add(`VMDisk|${t === 'DELETED' ? 'DELETED|' : ''}${keyOf(o)}`));
+    inf.vminstance.on((t, o) => this.appq.add(`VMInstance|${t === 'DELETED' ? 'DELETED|' : ''}${keyOf(o)}`));
+  }
+
+  stop(): void {
+    for (const q of [this.pvcq, this.pvq, this.dvq, this.appq]) q.stop();
+  }
+
+  // ------------------------------------------------------------ provisioner
+
+  private async provision(key: string): Promise<void> {
+    const [ns, name] = key.split('/') as [string, string];
+    const c = this.ctx.inf.pvc.get(ns, name);
+    if (!c || c.metadata.deletionTimestamp || c.status?.phase !== 'Pending' || c.spec?.volumeName) return;
+    const sc = this.ctx.inf.sc.get(undefined, c.spec?.storageClassName ?? '');
+    if (!sc || sc.provisioner !== SIM_PROVISIONER) return;
+    // WaitForFirstConsumer: a real provisioner waits for the scheduler's selected-node, which never comes here.
+    if (sc.volumeBindingMode === 'WaitForFirstConsumer' && !c.metadata.annotations?.[SELECTED_NODE]) return;
+    const pvName = `pvc-${c.metadata.uid}`;
+    if (this.ctx.inf.pv.get(undefined, pvName)) return;
+    try {
+      await this.ctx.rest.create(R.PV, {
+        metadata: { name: pvName, annotations: { 'pv.kubernetes.io/provisioned-by': SIM_PROVISIONER }, labels: { 'sim.cozystack.io/provisioned': 'true' } },
+        spec: {
+          capacity: { storage: c.spec.resources?.requests?.storage ?? '1Gi' },
+          accessModes: c.spec.accessModes ?? ['ReadWriteOnce'],
+          volumeMode: c.spec.volumeMode ?? 'Filesystem',
+          persistentVolumeReclaimPolicy: sc.reclaimPolicy ?? 'Delete',
+          storageClassName: sc.metadata.name,
+          claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, name, uid: c.metadata.uid },
+          csi: { driver: 'sim.cozystack.io', volumeHandle: pvName },
+        },
+      });
+    } catch (e) {
+      if (!(e instanceof HttpError && e.code === 409)) throw e;
+    }
+  }
+
+  private async reclaim(name: string): Promise<void> {
+    const pv = this.ctx.inf.pv.get(undefined, name);
+    if (!pv || pv.metadata.deletionTimestamp) return;
+    // Like a real provisioner: a Released volume whose policy is Delete is deleted (with its data).
+    if (pv.status?.phase === 'Released' && pv.spec?.persistentVolumeReclaimPolicy === 'Delete' && pv.metadata.annotations?.['pv.kubernetes.io/provisioned-by'] === SIM_PROVISIONER) {
+      await this.ctx.rest.del(R.PV, undefined, name, { uid: pv.metadata.uid });
+    }
+  }
+
+  // ------------------------------------------------------------ CDI
+
+  private async dvStatus(dv: Obj, status: Record<string, unknown>, precondition = false): Promise<void> {
+    const cur = dv.status ?? {};
+    if (Object.entries(status).every(([k, v]) => JSON.stringify(cur[k]) === JSON.stringify(v))) return;
+    try {
+      await this.ctx.rest.patch(R.DataVolume, dv.metadata.namespace, dv.metadata.name, { ...(precondition ? { metadata: { resourceVersion: dv.metadata.resourceVersion } } : {}), status }, 'status');
+    } catch (e) {
+      if (!notFound(e) && !conflict(e)) throw e;
+    }
+  }
+
+  private async reconcileDV(key: string): Promise<void> {
+    const [ns, name] = key.split('/') as [string, string];
+    const dv = this.ctx.inf.dv.get(ns, name);
+    if (!dv || dv.metadata.deletionTimestamp) return;
+    const pvc = this.ctx.inf.pvc.get(ns, name);
+    const owned = (c: Obj): boolean => (c.metadata.ownerReferences ?? []).some((r) => r.uid === dv.metadata.uid);
+    const vddk = dv.spec?.source?.vddk;
+    if (dv.status?.phase === 'Succeeded' && pvc && !owned(pvc)) return; // handed over (Forklift moved the claim to its VM)
+    if (!pvc) {
+      const fresh = await this.ctx.rest.get(R.DataVolume, ns, name);
+      if (!fresh || fresh.metadata.deletionTimestamp || fresh.metadata.uid !== dv.metadata.uid) return;
+      // No claim: create it (also when it vanished after success — CDI re-runs the import into a fresh claim).
+      const st = dv.spec?.storage ?? dv.spec?.pvc ?? {};
+      try {
+        await this.ctx.rest.create(R.PVC, {
+          metadata: {
+            name,
+            namespace: ns,
+            labels: { ...(dv.metadata.labels ?? {}), 'app.kubernetes.io/managed-by': 'cdi-controller' },
+            annotations: { 'cdi.kubevirt.io/storage.import.source': vddk ? 'vddk' : 'none', 'cdi.kubevirt.io/createdForDataVolume': dv.metadata.uid! },
+            ownerReferences: [{ apiVersion: 'cdi.kubevirt.io/v1beta1', kind: 'DataVolume', name, uid: dv.metadata.uid!, controller: true, blockOwnerDeletion: true }],
+          },
+          spec: {
+            accessModes: st.accessModes ?? ['ReadWriteOnce'],
+            ...(st.volumeMode ? { volumeMode: st.volumeMode } : {}),
+            ...(st.storageClassName ? { storageClassName: st.storageClassName } : {}),
+            resources: { requests: { storage: st.resources?.requests?.storage ?? '1Gi' } },
+          },
+        });
+      } catch (e) {
+        if (!(e instanceof HttpError && e.code === 409)) throw e;
+      }
+      await this.dvStatus(dv, { phase: vddk ? 'ImportScheduled' : 'Pending', progress: 'N/A', claimName: name }, true);
+      return;
+    }
+    if (!owned(pvc)) {
+      const adopt = pvc.metadata.annotations?.[POPULATED_FOR] === name || dv.metadata.annotations?.[ALLOW_ADOPTION] === 'true';
+      if (!adopt) {
+        await this.dvStatus(dv, { phase: 'Failed', conditions: [{ type: 'Ready', status: 'False', reason: 'ErrClaimNotValid', message: `Destination PVC ${ns}/${name} already exists` }] });
+        return;
+      }
+      // Adoption: the claim is already populated; the DataVolume becomes its controller owner and Succeeded at once.
+      const refs = [...(pvc.metadata.ownerReferences ?? []).filter((r) => !r.controller), { apiVersion: 'cdi.kubevirt.io/v1beta1', kind: 'DataVolume', name, uid: dv.metadata.uid!, controller: true, blockOwnerDeletion: true }];
+      try {
+        await this.ctx.rest.patch(R.PVC, ns, name, { metadata: { ownerReferences: refs, resourceVersion: pvc.metadata.resourceVersion } });
+      } catch (e) {
+        // The claim changed under us: its next watch event brings this DataVolume back here.
+        if (conflict(e) || notFound(e)) return;
+        throw e;
+      }
+      await this.dvStatus(dv, adoptedStatus(name, pvc));
+      return;
+    }
+    if (dv.status?.phase === 'Succeeded' && pvc.status?.phase === 'Bound') return;
+    const sc = this.ctx.inf.sc.get(undefined, pvc.spec?.storageClassName ?? '');
+    if (pvc.status?.phase !== 'Bound') {
+      if (sc?.volumeBindingMode === 'WaitForFirstConsumer') await this.dvStatus(dv, { phase: 'WaitForFirstConsumer', progress: 'N/A', claimName: name });
+      return;
+    }
+    if (vddk) {
+      // The transfer itself is driven by the simulated Forklift; CDI only reports a missing VDDK image.
+      if (!vddk.initImageURL && dv.status?.phase !== 'Succeeded') {
+        await this.dvStatus(dv, {
+          phase: 'ImportScheduled',
+          claimName: name,
+          conditions: [{ type: 'Running', status: 'False', reason: 'AwaitingVDDK', message: 'waiting for v2v-vmware configmap or alternate image for VDDK image' }],
+        });
+      }
+      return;
+    }
+    await this.dvStatus(dv, adoptedStatus(name, pvc));
+  }
+
+  // ------------------------------------------------------------ KubeVirt (status only: nothing ever runs here)
+
+  private async kubevirtStatus(vm: Obj): Promise<void> {
+    const halted = vm.spec?.runStrategy === 'Halted' || vm.spec?.running === false;
+    const want = halted ? { printableStatus: 'Stopped', ready: false, created: false } : { printableStatus: 'Starting', ready: false, created: false };
+    if (vm.status?.printableStatus === want.printableStatus) return;
+    await this.ctx.rest.patch(R.VirtualMachine, vm.metadata.namespace, vm.metadata.name, { status: want }, 'status').catch((e) => {
+      if (!notFound(e) && !conflict(e) && !this.ctx.stopping) console.error(`[sim] VirtualMachine status: ${(e as Error).message}`);
+    });
+  }
+
+  // ------------------------------------------------------------ Cozystack apps
+
+  private async reconcileApp(k: string): Promise<void> {
+    const parts = k.split('|');
+    const kind = parts[0]!;
+    const deleted = parts[1] === 'DELETED';
+    const [ns, name] = parts[parts.length - 1]!.split('/') as [string, string];
+    if (kind === 'VMDisk') {
+      const release = `vm-disk-${name}`;
+      if (deleted) {
+        // helm uninstall: removes the DataVolume of its release (and with it the claim it controls).
+        const dv = this.ctx.inf.dv.get(ns, release);
+        if (dv && dv.metadata.labels?.['app.kubernetes.io/instance'] === release) await this.ctx.rest.del(R.DataVolume, ns, release);
+        return;
+      }
+      const d = this.ctx.inf.vmdisk.get(ns, name);
+      if (!d) return;
+      // A DataVolume of that name already exists (e.g. pre-created by the handoff): kept verbatim.
+      if (this.ctx.inf.dv.get(ns, release) || (await this.ctx.rest.get(R.DataVolume, ns, release))) return;
+      const spec = d.spec ?? {};
+      const src = spec.source ?? {};
+      const source = src.http ? { http: { url: src.http.url } } : src.image ? { pvc: { name: `vm-image-${src.image.name}`, namespace: 'cozy-public' } } : src.upload ? { upload: {} } : src.disk ? { pvc: { name: `vm-disk-${src.disk.name}`, namespace: ns } } : { blank: {} };
+      await this.ctx.rest.create(R.DataVolume, {
+        metadata: {
+          name: release,
+          namespace: ns,
+          labels: { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': release },
+          annotations: { 'meta.helm.sh/release-name': release, 'meta.helm.sh/release-namespace': ns, 'vm-disk.cozystack.io/optical': String(!!spec.optical) },
+        },
+        spec: {
+          contentType: 'kubevirt',
+          source,
+          storage: { resources: { requests: { storage: spec.storage ?? '5Gi' } }, ...(spec.storageClass ? { storageClassName: spec.storageClass } : {}) },
+        },
+      }).catch((e) => {
+        if (!(e instanceof HttpError && e.code === 409)) throw e;
+      });
+      return;
+    }
+    const release = `vm-instance-${name}`;
+    if (deleted) {
+      const vm = this.ctx.inf.vm.get(ns, release);
+      if (vm && vm.metadata.labels?.['app.kubernetes.io/instance'] === release) await this.ctx.rest.del(R.VirtualMachine, ns, release);
+      return;
+    }
+    const inst = this.ctx.inf.vminstance.get(ns, name);
+    if (!inst) return;
+    const spec = inst.spec ?? {};
+    const res = spec.resources ?? {};
+    const disks = (spec.disks ?? []) as Array<{ name: string; bus?: string }>;
+    const fw = spec.firmware ?? {};
+    const body = {
+      metadata: {
+        name: release,
+        namespace: ns,
+        labels: { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': release },
+        annotations: { 'meta.helm.sh/release-name': release, 'meta.helm.sh/release-namespace': ns },
+      },
+      spec: {
+        runStrategy: spec.runStrategy ?? 'Always',
+        ...(spec.instanceType ? { instancetype: { kind: 'VirtualMachineClusterInstancetype', name: spec.instanceType } } : {}),
+        ...(spec.instanceProfile ? { preference: { kind: 'VirtualMachineClusterPreference', name: spec.instanceProfile } } : {}),
+        template: {
+          metadata: { labels: { 'app.kubernetes.io/instance': release } },
+          spec: {
+            domain: {
+              ...(spec.instanceType ? {} : { cpu: { cores: Number(res.cpu ?? 1), sockets: Number(res.sockets ?? 1) }, resources: { requests: { memory: res.memory ?? '1Gi' } } }),
+              ...(fw.bootloader ? { firmware: { bootloader: fw.bootloader === 'uefi' ? { efi: { secureBoot: !!fw.secureBoot } } : { bios: {} } } } : {}),
+              devices: { disks: disks.map((x, i) => ({ name: x.name, disk: { bus: x.bus ?? 'virtio' }, bootOrder: i + 1 })) },
+            },
+            volumes: disks.map((x) => ({ name: x.name, dataVolume: { name: `vm-disk-${x.name}` } })),
+          },
+        },
+      },
+    };
+    const existing = this.ctx.inf.vm.get(ns, release) ?? (await this.ctx.rest.get(R.VirtualMachine, ns, release));
+    if (!existing) {
+      await this.ctx.rest.create(R.VirtualMachine, body).catch((e) => {
+        if (!(e instanceof HttpError && e.code === 409)) throw e;
+      });
+    } else if (JSON.stringify(existing.spec) !== JSON.stringify(body.spec)) {
+      // helm upgrade
+      await this.ctx.rest.replace(R.VirtualMachine, { ...existing, spec: body.spec });
+    }
+  }
+}
+
+function adoptedStatus(name: string, pvc: Obj): Record<string, unknown> {
+  return {
+    phase: 'Succeeded',
+    progress: '100.0%',
+    claimName: name,
+    conditions: [
+      { type: 'Bound', status: pvc.status?.phase === 'Bound' ? 'True' : 'False', reason: pvc.status?.phase === 'Bound' ? 'Bound' : 'Pending', message: `PVC ${name} ${pvc.status?.phase === 'Bound' ? 'Bound' : 'Pending'}` },
+      { type: 'Ready', status: 'True', reason: '', message: '' },
+      { type: 'Running', status: 'False', reason: 'Completed', message: '' },
+    ],
+  };
+}

@@ -1,0 +1,228 @@
+// The simulated vSphere world: a declarative fixture (one per vCenter) and the live model the sim mutates.
+import { createHash } from 'node:crypto';
+import ipaddr from 'ipaddr.js';
+import { makeCA, makeServingCert, sha1Thumbprint } from './certs.ts';
+
+export interface HostFixture {
+  /** vSphere moref, `host-N`. */
+  id: string;
+  /** The address vCenter advertises for the host (inventory `name`); disk traffic goes here by default. */
+  address: string;
+  /** Whether the advertised address is reachable from the cluster. Default true (never inside the Service CIDR). */
+  reachable: boolean;
+  /** Other addresses of the host that ARE reachable (what a Host override may name). */
+  otherAddresses: string[];
+  /** The host's own root credentials (for a Forklift Host's Secret). */
+  user: string;
+  password: string;
+  inMaintenance: boolean;
+}
+
+export interface DiskFixture {
+  key: number;
+  /** Backing file, `[datastore1] web01/web01.vmdk`. */
+  file: string;
+  /** Datastore id (`datastore-N`). */
+  datastore: string;
+  capacity: number;
+}
+
+export interface NicFixture {
+  mac: string;
+  /** Network id (`network-N`). */
+  network: string;
+}
+
+export interface VMFaults {
+  /** The transfer fails once it reaches this percentage (0–100). */
+  failTransferAtPercent?: number;
+  /** DataVolume progress freezes at 99.92% for `timings.conversionMs` before completing (CDI qemu-img convert). */
+  conversionFreeze?: boolean;
+  /** DataVolumes of this VM stay `AwaitingVDDK` forever. */
+  awaitingVddk?: boolean;
+}
+
+export interface VMFixture {
+  id: string;
+  name: string;
+  path: string;
+  uuid: string;
+  powerState: 'poweredOn' | 'poweredOff';
+  cpuCount: number;
+  coresPerSocket: number;
+  memoryMB: number;
+  firmware: 'bios' | 'efi';
+  secureBoot: boolean;
+  host: string;
+  disks: DiskFixture[];
+  nics: NicFixture[];
+  faults: VMFaults;
+}
+
+export interface WorldFixture {
+  /** Provider spec.url that selects this world (`https://vcenter.example.com/sdk`). */
+  url: string;
+  /** Accepted credentials (user carries the SSO domain). */
+  user: string;
+  password: string;
+  /** PEM CA that signed the vCenter certificate: what a tenant puts in caCert. */
+  caPEM: string;
+  /** The vCenter's serving certificate (PEM). */
+  certPEM: string;
+  /** A CA that did NOT sign the vCenter certificate (x509 failures). */
+  wrongCaPEM: string;
+  /** SHA-1 thumbprint of the vCenter certificate (`AA:BB:…`), what Forklift ≤2.5 wanted. */
+  thumbprint: string;
+  datacenter: string;
+  hosts: HostFixture[];
+  datastores: Array<{ id: string; name: string }>;
+  networks: Array<{ id: string; name: string }>;
+  vms: VMFixture[];
+}
+
+export interface VCenterSpec {
+  url: string;
+  user?: string;
+  password?: string;
+  datacenter?: string;
+  hosts?: Array<Partial<HostFixture> & { id: string; address: string }>;
+  /** Names (ids become `datastore-N`) or explicit {id, name}. Default one: `datastore1`. */
+  datastores?: Array<string | { id: string; name: string }>;
+  /** Names (ids become `network-N`) or explicit {id, name}. Default one: `VM Network`. */
+  networks?: Array<string | { id: string; name: string }>;
+  vms?: Array<{
+    id: string;
+    name: string;
+    path?: string;
+    powerState?: 'poweredOn' | 'poweredOff';
+    cpuCount?: number;
+    coresPerSocket?: number;
+    memoryMB?: number;
+    firmware?: 'bios' | 'efi';
+    secureBoot?: boolean;
+    /** Host id; default the first host. */
+    host?: string;
+    /** Disks by size; datastore by id or name (default the first); file generated unless given. */
+    disks?: Array<{ capacityGiB?: number; capacity?: number; datastore?: string; file?: string }>;
+    /** NICs by network id or name. */
+    nics?: Array<{ network: string; mac?: string }>;
+    faults?: VMFaults;
+  }>;
+}
+
+export const SERVICE_CIDR = '10.96.0.0/12';
+
+export function inServiceCIDR(ip: string): boolean {
+  try {
+    return ipaddr.parse(ip).match(ipaddr.parseCIDR(SERVICE_CIDR));
+  } catch {
+    return false;
+  }
+}
+
+/** Builds a world fixture from a few lines; generates the TLS CA, certificate, wrong CA and thumbprint. */
+export function vcenter(s: VCenterSpec): WorldFixture {
+  const host = new URL(s.url).hostname;
+  const ca = makeCA(`${host} CA`);
+  const cert = makeServingCert(ca, host, /^[\d.]+$/.test(host) ? { ips: [host] } : { dns: [host] });
+  const wrong = makeCA('some other CA');
+  const named = (xs: Array<string | { id: string; name: string }> | undefined, dflt: string, prefix: string) =>
+    (xs ?? [dflt]).map((x, i) => (typeof x === 'string' ? { id: `${prefix}-${i + 1}`, name: x } : x));
+  const datastores = named(s.datastores, 'datastore1', 'datastore');
+  const networks = named(s.networks, 'VM Network', 'network');
+  const hosts: HostFixture[] = (s.hosts ?? [{ id: 'host-1', address: '192.0.2.10' }]).map((h) => ({
+    reachable: !inServiceCIDR(h.address),
+    otherAddresses: [],
+    user: 'root',
+    password: `esxi-${h.id}`,
+    inMaintenance: false,
+    ...h,
+  }));
+  const byIdOrName = <T extends { id: string; name: string }>(xs: T[], ref: string | undefined, what: string): T => {
+    const f = ref === undefined ? xs[0] : xs.find((x) => x.id === ref || x.name === ref);
+    if (!f) throw new Error(`fixture: unknown ${what} ${ref}`);
+    return f;
+  };
+  let mac = 0;
+  const vms: VMFixture[] = (s.vms ?? []).map((v) => ({
+    id: v.id,
+    name: v.name,
+    path: v.path ?? `/${s.datacenter ?? 'dc1'}/vm/${v.name}`,
+    uuid: createHash('sha256').update(`${s.url}/${v.id}`).digest('hex').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12}).*/, '$1-$2-$3-$4-$5'),
+    powerState: v.powerState ?? 'poweredOn',
+    cpuCount: v.cpuCount ?? 2,
+    coresPerSocket: v.coresPerSocket ?? 1,
+    memoryMB: v.memoryMB ?? 2048,
+    firmware: v.firmware ?? 'bios',
+    secureBoot: v.secureBoot ?? false,
+    host: v.host ?? hosts[0]!.id,
+    disks: (v.disks ?? [{ capacityGiB: 16 }]).map((d, i) => {
+      const ds = byIdOrName(datastores, d.datastore, 'datastore');
+      return {
+        key: 2000 + i,
+        file: d.file ?? `[${ds.name}] ${v.name}/${v.name}${i ? `_${i}` : ''}.vmdk`,
+        datastore: ds.id,
+        capacity: d.capacity ?? Math.round((d.capacityGiB ?? 16) * 1024 ** 3),
+      };
+    }),
+    nics: (v.nics ?? [{ network: networks[0]!.id }]).map((n) => ({
+      network: byIdOrName(networks, n.network, 'network').id,
+      mac: n.mac ?? `00:50:56:00:${(mac >> 8).toString(16).padStart(2, '0')}:${(mac++ & 255).toString(16).padStart(2, '0')}`,
+    })),
+    faults: v.faults ?? {},
+  }));
+  for (const v of vms) if (!hosts.some((h) => h.id === v.host)) throw new Error(`fixture: VM ${v.id} on unknown host ${v.host}`);
+  return {
+    url: s.url,
+    user: s.user ?? 'mtv@vsphere.local',
+    password: s.password ?? 'vcenter-password',
+    caPEM: ca.certPEM,
+    certPEM: cert.certPEM,
+    wrongCaPEM: wrong.certPEM,
+    thumbprint: sha1Thumbprint(cert.certPEM),
+    datacenter: s.datacenter ?? 'dc1',
+    hosts,
+    datastores,
+    networks,
+    vms,
+  };
+}
+
+/** The live model of one vCenter: mutable (power state, faults) and read by tests for assertions. */
+export class World {
+  readonly fixture: WorldFixture;
+  constructor(f: WorldFixture) {
+    this.fixture = structuredClone(f);
+  }
+  get url(): string {
+    return this.fixture.url;
+  }
+  vm(id: string): VMFixture | undefined {
+    return this.fixture.vms.find((v) => v.id === id);
+  }
+  host(id: string): HostFixture | undefined {
+    return this.fixture.hosts.find((h) => h.id === id);
+  }
+  /** Whether disk traffic to `address` (of host `hostId`) reaches it. */
+  reachable(hostId: string, address: string): boolean {
+    const h = this.host(hostId);
+    if (!h || inServiceCIDR(address)) return false;
+    return (address === h.address && h.reachable) || h.otherAddresses.includes(address);
+  }
+}
+
+/** The content identity of a source disk: what a filled PV carries so tests can prove nothing was lost or copied. */
+export function contentIdentity(url: string, vmId: string, d: DiskFixture): string {
+  return createHash('sha256').update(`${url}\n${vmId}\n${d.file}\n${d.capacity}`).digest('hex');
+}
+
+/** Same URL modulo a trailing slash and letter case of the host. */
+export function sameUrl(a: string, b: string): boolean {
+  try {
+    const x = new URL(a);
+    const y = new URL(b);
+    return x.protocol === y.protocol && x.host.toLowerCase() === y.host.toLowerCase() && x.pathname.replace(/\/$/, '') === y.pathname.replace(/\/$/, '');
+  } catch {
+    return a === b;
+  }
+}
