@@ -60,3 +60,43 @@ export function vmDiskName(vmName: string, index: number): string {
 export function vmDiskClaimName(diskName: string): string {
   return `${VMDISK_RELEASE_PREFIX}${diskName}`;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The copy-free handoff (src/controllers/handoff). Added by the handoff work; additive only.
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * On the PersistentVolume: the reclaim policy it had before the handoff set Retain. Written once, by the
+ * first handoff step, so a human (or a resumed controller) can always tell what the volume was.
+ */
+export const ANNOTATION_ORIGINAL_RECLAIM_POLICY = `${GROUP}/original-reclaim-policy`;
+/**
+ * On the PersistentVolume: `<namespace>/<name>` of the claim Forklift filled. With the task-uid, vm-id and
+ * disk-index labels it makes the volume self-describing: a lost status write cannot lose which volume
+ * is disk i once the transfer claim is deleted.
+ */
+export const ANNOTATION_TRANSFER_CLAIM = `${GROUP}/transfer-claim`;
+/** On the PersistentVolume: `settled` once its reclaim policy went back to its class's (handoff done). */
+export const ANNOTATION_HANDOFF = `${GROUP}/handoff`;
+export const HANDOFF_SETTLED = 'settled';
+/**
+ * On the target claim: written after the volume's claimRef names the claim and the PV controller has
+ * marked the volume Bound. The write is the claim event that makes the PV binder finish the bind at once;
+ * without it the claim stays Pending until the binder's periodic resync (15 s by default).
+ */
+export const ANNOTATION_BIND_REQUESTED = `${GROUP}/bind-requested`;
+
+// Helm ownership metadata the VMDisk chart expects on a DataVolume it adopts (cozystack-platform.md).
+export const LABEL_HELM_INSTANCE = 'app.kubernetes.io/instance';
+export const HELM_MANAGED_BY_VALUE = 'Helm';
+export const ANNOTATION_HELM_RELEASE_NAME = 'meta.helm.sh/release-name';
+export const ANNOTATION_HELM_RELEASE_NAMESPACE = 'meta.helm.sh/release-namespace';
+export const ANNOTATION_VMDISK_OPTICAL = 'vm-disk.cozystack.io/optical';
+
+/** Cozystack's aggregated API returns user labels of VMDisk/VMInstance with this prefix. */
+export const COZY_USER_LABEL_PREFIX = 'apps.cozystack.io-';
+
+/** Labels Forklift puts on what a migration leaves behind (forklift-contract.md). */
+export const FORKLIFT_LABEL_VM_ID = 'vmID';
+export const FORKLIFT_LABEL_PLAN = 'plan';
+export const FORKLIFT_LABEL_MIGRATION = 'migration';

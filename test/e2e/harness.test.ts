@@ -28,7 +28,7 @@ const widgetCRD = {
           openAPIV3Schema: {
             type: 'object',
             properties: {
-              spec: { type: 'object', properties: { size: { type: 'integer' } } },
+              spec: { type: 'object', properties: { size: { type: 'integer' }, extra: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
               status: {
                 type: 'object',
                 properties: {
@@ -54,19 +54,21 @@ async function admin(): Promise<KubeClient> {
   return new KubeClient(await adminKubeConfig(), { fieldManager: 'e2e-harness' });
 }
 
-test('a CRD installs, an object gets Ready=True through the status subresource, and kubectl wait returns', async () => {
+test('a CRD installs verbatim, an object gets Ready=True through the status subresource, and kubectl wait returns', async () => {
   const ns = await freshNamespace('harness');
   await applyObjects([widgetCRD]);
   const c = await admin();
-  await c.create(WIDGET, { apiVersion: 'harness.e2e.test/v1', kind: 'Widget', metadata: { name: 'w1', namespace: ns }, spec: { size: 3 } });
+  await c.create(WIDGET, { apiVersion: 'harness.e2e.test/v1', kind: 'Widget', metadata: { name: 'w1', namespace: ns }, spec: { size: 3, extra: { anything: { nested: true } } } });
   const waiting = kubectl(['-n', ns, 'wait', '--for=condition=Ready', 'widget/w1', '--timeout=30s']);
   await c.patch(WIDGET, ns, 'w1', { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Done', message: 'ok', lastTransitionTime: new Date().toISOString() }] } }, 'merge', { subresource: 'status' });
   const r = await waiting;
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /condition met/);
   // the spec is untouched by the status write
-  const got = await c.get<{ spec: { size: number } }>(WIDGET, ns, 'w1');
+  const got = await c.get<{ spec: { size: number; extra: unknown } }>(WIDGET, ns, 'w1');
   assert.equal(got?.spec.size, 3);
+  // the CRD was applied verbatim: x-kubernetes-preserve-unknown-fields kept what the schema does not name
+  assert.deepEqual(got?.spec.extra, { anything: { nested: true } });
 });
 
 test('a claim binds to a pre-created volume through the real PV binder, and rebinds to another volume when claimRef is rewritten', async () => {

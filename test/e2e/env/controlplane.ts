@@ -40,6 +40,8 @@ export interface ControlPlaneInfo {
   dir: string;
   logsDir: string;
   admin: Identity;
+  /** A separate cluster-admin identity for the controller under test, so audit logs tell it apart. */
+  controller: Identity;
   tenants: Identity[];
   auditLogPath?: string;
   serviceCIDR: string;
@@ -217,15 +219,16 @@ export class ControlPlane {
     const tok = (): string => randomBytes(24).toString('hex');
     const admin: Identity = { name: 'admin', token: tok(), groups: ['system:masters'], kubeconfigPath: join(dir, 'admin.kubeconfig') };
     const tenants: Identity[] = TENANT_NAMES.map((name) => ({ name, token: tok(), groups: ['tenants'], kubeconfigPath: join(dir, `${name}.kubeconfig`) }));
+    const controller: Identity = { name: 'migration-controller', token: tok(), groups: ['system:masters'], kubeconfigPath: join(dir, 'controller.kubeconfig') };
     const kcmIdentity: Identity = { name: 'system:kube-controller-manager', token: tok(), groups: ['system:masters'], kubeconfigPath: join(dir, 'kcm.kubeconfig') };
-    const lines = [admin, kcmIdentity, ...tenants].map((i) => `${i.token},${i.name},${i.name},"${i.groups.join(',')}"`);
+    const lines = [admin, controller, kcmIdentity, ...tenants].map((i) => `${i.token},${i.name},${i.name},"${i.groups.join(',')}"`);
     writeFileSync(join(ad, 'tokens.csv'), lines.join('\n') + '\n', { mode: 0o600 });
 
     const [etcdPort, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
     const server = `https://127.0.0.1:${apiPort}`;
-    for (const i of [admin, kcmIdentity, ...tenants]) writeKubeconfig(i.kubeconfigPath, server, ca.certPEM, i.name, i.token);
+    for (const i of [admin, controller, kcmIdentity, ...tenants]) writeKubeconfig(i.kubeconfigPath, server, ca.certPEM, i.name, i.token);
 
-    const info: ControlPlaneInfo = { server, caPEM: ca.certPEM, dir, logsDir, admin, tenants, serviceCIDR: SERVICE_CIDR, pids: {} };
+    const info: ControlPlaneInfo = { server, caPEM: ca.certPEM, dir, logsDir, admin, controller, tenants, serviceCIDR: SERVICE_CIDR, pids: {} };
     const cp = new ControlPlane(info, opts);
     try {
       // etcd

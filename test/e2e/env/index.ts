@@ -11,6 +11,8 @@ import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import YAML from 'yaml';
 import { ControlPlane, type ControlPlaneInfo } from './controlplane.ts';
+import { KubeClient } from '../../../src/runtime/kube.ts';
+import { GVRs, type GVR } from '../../../src/runtime/gvr.ts';
 
 export { ControlPlane, type ControlPlaneInfo, type Identity, SERVICE_CIDR, TENANT_NAMES, freePort, writeKubeconfig, findAssets } from './controlplane.ts';
 
@@ -122,24 +124,36 @@ export function loadYamlObjects(path: string): k8s.KubernetesObject[] {
 
 /**
  * Server-side applies objects (CRDs included) as the admin and, for CRDs, waits until Established.
- * Idempotent: safe to call from every test file against the shared control plane.
+ * Idempotent: safe to call from every test file against the shared control plane. Objects travel as raw
+ * JSON (never through client-node's typed models, which drop fields such as
+ * `x-kubernetes-preserve-unknown-fields` they do not know how to serialise).
  */
 export async function applyObjects(objs: k8s.KubernetesObject[], fieldManager = 'e2e'): Promise<void> {
-  const kc = await adminKubeConfig();
-  const client = k8s.KubernetesObjectApi.makeApiClient(kc);
-  for (const o of objs) {
-    await client.patch(o, undefined, undefined, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
-  }
-  const crds = objs.filter((o) => o.kind === 'CustomResourceDefinition');
-  if (crds.length) {
-    const ext = kc.makeApiClient(k8s.ApiextensionsV1Api);
-    for (const c of crds) {
-      await waitFor(`CRD ${c.metadata?.name} Established`, async () => {
-        const got = await ext.readCustomResourceDefinition({ name: c.metadata!.name! });
-        return got.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True');
-      });
+  const client = new KubeClient(await adminKubeConfig(), { fieldManager });
+  const plurals = new Map<string, { plural: string; namespaced: boolean }>();
+  const resolve = async (apiVersion: string, kind: string): Promise<GVR> => {
+    const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/') as [string, string]) : ['', apiVersion];
+    const key = `${apiVersion}/${kind}`;
+    if (!plurals.has(key)) {
+      const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
+      const list = await client.request<{ resources: Array<{ name: string; kind: string; namespaced: boolean }> }>('GET', path);
+      for (const r of list.resources) if (!r.name.includes('/')) plurals.set(`${apiVersion}/${r.kind}`, { plural: r.name, namespaced: r.namespaced });
     }
+    const found = plurals.get(key);
+    if (!found) throw new Error(`the API server does not serve ${kind} in ${apiVersion}`);
+    return { group, version, plural: found.plural, kind, namespaced: found.namespaced };
+  };
+  for (const o of objs) {
+    const gvr = await resolve(o.apiVersion!, o.kind!);
+    await client.patch(gvr, o.metadata?.namespace, o.metadata!.name!, o, 'apply', { force: true });
   }
+  for (const c of objs.filter((o) => o.kind === 'CustomResourceDefinition')) {
+    await waitFor(`CRD ${c.metadata?.name} Established`, async () => {
+      const got = await client.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>(GVRs.CustomResourceDefinition, undefined, c.metadata!.name!);
+      return got?.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True');
+    });
+  }
+  client.close();
 }
 
 /** Installs our own CRDs (crds/). */

@@ -1,0 +1,59 @@
+// `npm run bench`: every benchmark, one after another, each in its own process on its own control plane.
+// Figures are printed and written to bench/results/<name>.json. Nothing asserts a timing.
+//
+//   npm run bench                                   # the full set (about 15 minutes on 2 cores)
+//   npm run bench -- --quick                        # smallest form of each (a smoke run)
+//   npm run bench -- --only latency,scale --sizes 50,200,800 --repeats 5
+// Flags: --quick, --only <names>, --repeats <n> (startup, requests, latency), --objects <n> (startup/idle),
+// --sizes <list> (scale), --pv-sync-period <d>, --poll-interval-ms <n> (latency), --idle-seconds <n>.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT, parseFlags } from './lib.ts';
+
+interface Bench {
+  name: string;
+  file: string;
+  flags: string[];
+  env?: Record<string, string>;
+}
+
+const flags = parseFlags(process.argv.slice(2));
+const quick = flags.has('quick');
+const pass = (...names: string[]): string[] => names.flatMap((n) => (flags.has(n) ? [`--${n}`, flags.get(n)!] : []));
+const common = [...(quick ? ['--quick'] : []), ...pass('pv-sync-period')];
+
+const all: Bench[] = [
+  { name: 'startup', file: 'bench/startup.ts', flags: [...common, ...pass('repeats', 'objects', 'namespaces', 'idle-seconds')] },
+  { name: 'requests', file: 'bench/requests.ts', flags: [...common, ...pass('repeats')] },
+  { name: 'latency', file: 'bench/latency.ts', flags: [...common, ...pass('repeats', 'poll-interval-ms')] },
+  { name: 'scale', file: 'bench/scale.ts', flags: [...common, ...pass('sizes', 'namespaces')] },
+];
+// The admission webhook's benchmark (its own file, its own flags through the environment).
+if (existsSync(join(REPO_ROOT, 'bench/webhook.ts'))) {
+  all.push({ name: 'webhook', file: 'bench/webhook.ts', flags: [], env: quick ? { BENCH_SECONDS: '2', BENCH_RATES: '50' } : {} });
+}
+
+const only = flags.get('only')?.split(',');
+const chosen = only ? all.filter((b) => only.includes(b.name)) : all;
+if (only && chosen.length !== only.length) {
+  console.error(`unknown benchmark in --only; known: ${all.map((b) => b.name).join(', ')}`);
+  process.exit(2);
+}
+
+const failed: string[] = [];
+for (const b of chosen) {
+  console.log(`\n#### ${b.name}: node ${b.file} ${b.flags.join(' ')}`);
+  const t0 = Date.now();
+  const code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, b.file), ...b.flags], { stdio: 'inherit', env: { ...process.env, ...b.env }, cwd: REPO_ROOT });
+    child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)));
+  });
+  console.log(`#### ${b.name}: ${code === 0 ? 'done' : `FAILED (exit ${code})`} in ${Math.round((Date.now() - t0) / 1000)} s`);
+  if (code !== 0) failed.push(b.name);
+}
+if (failed.length) {
+  console.error(`\nbenchmarks that failed to run: ${failed.join(', ')}`);
+  process.exit(1);
+}
+console.log(`\nresults in ${join(REPO_ROOT, 'bench/results')}`);

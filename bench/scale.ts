@@ -1,0 +1,166 @@
+// Scale: N tasks of 2 VMs each, across 20 namespaces, all created at once (N = 50, 200 by default; 800 with
+// --sizes 50,200,800). Per size, on a fresh control plane: wall time from the first create to every task
+// Ready, the controller's CPU seconds over that time and peak RSS (/proc of the child process), the
+// maximum work-queue depth (migration_controller_workqueue_depth sampled from /metrics) and reconcile
+// errors by reason (expected 0). Prints how each grows from the smallest size to the largest; writes
+// bench/results/scale.json.
+//
+//   node bench/scale.ts [--sizes 50,200] [--namespaces 20] [--pv-sync-period 15s] [--quick]
+import { GVRs } from '../src/runtime/gvr.ts';
+import type { Informer } from '../src/runtime/informer.ts';
+import { isMain, log, metricSum, mib, namespaceNames, numList, outcome, parseFlags, pool, round, spawnController, startEnv, taskObject, until, watchKind, writeResult, type BenchEnv } from './lib.ts';
+
+export interface ScaleOptions {
+  tasks: number;
+  namespaces: number;
+  vmsPerTask?: number;
+}
+
+export interface ScaleFigures {
+  tasks: number;
+  vms: number;
+  namespaces: number;
+  createSeconds: number;
+  wallSecondsToAllReady: number;
+  failedTasks: number;
+  cpuSeconds: number;
+  peakRssMiB: number;
+  maxQueueDepth: number;
+  reconciles: number;
+  reconcileErrors: number;
+  reconcileErrorsByReason: Record<string, number>;
+  apiRequests: number;
+}
+
+function errorsByReason(text: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const m = /^migration_controller_reconcile_errors_total\{([^}]*)\} (\S+)/.exec(line);
+    if (!m) continue;
+    const reason = /reason="([^"]*)"/.exec(m[1]!)?.[1] ?? '?';
+    const ctl = /controller="([^"]*)"/.exec(m[1]!)?.[1] ?? '?';
+    out[`${ctl}/${reason}`] = (out[`${ctl}/${reason}`] ?? 0) + Number(m[2]);
+  }
+  return out;
+}
+
+function diff(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(b)) if (v - (a[k] ?? 0) > 0) out[k] = v - (a[k] ?? 0);
+  return out;
+}
+
+/** Needs tasks × vmsPerTask 1-disk VMs in the environment. */
+export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleFigures> {
+  const per = o.vmsPerTask ?? 2;
+  const nss = namespaceNames(`scale${o.tasks}`, o.namespaces);
+  const ctl = await spawnController(env);
+  let sampler: NodeJS.Timeout | undefined;
+  let inf: Informer | undefined;
+  try {
+    await ctl.waitReady();
+    log(`scale ${o.tasks}: connecting ${nss.length} sources`);
+    await pool(nss, 4, (ns) => env.namespaceWithSource(ns, 300_000));
+    const vms = Array.from({ length: o.tasks }, () => Array.from({ length: per }, () => env.takeVM(1)));
+    const done = new Map<string, 'ready' | 'failed'>();
+    inf = await watchKind(env.admin, GVRs.VMImportTask, (t) => {
+      const r = outcome(t);
+      if (r && t.metadata?.namespace?.startsWith(`scale${o.tasks}-`)) done.set(`${t.metadata.namespace}/${t.metadata.name}`, r);
+    });
+    const m0 = await ctl.metrics();
+    const errors0 = errorsByReason(m0);
+    const reconciles0 = metricSum(m0, 'migration_controller_reconcile_total');
+    const api0 = metricSum(m0, 'migration_controller_api_requests_total');
+    const cpu0 = ctl.stats().cpuSeconds;
+    let maxDepth = 0;
+    let sampling = false;
+    sampler = setInterval(() => {
+      if (sampling) return;
+      sampling = true;
+      void ctl
+        .metrics()
+        .then((t) => (maxDepth = Math.max(maxDepth, metricSum(t, 'migration_controller_workqueue_depth'))))
+        .catch(() => undefined)
+        .finally(() => (sampling = false));
+    }, 250);
+    log(`scale ${o.tasks}: creating ${o.tasks} tasks (${o.tasks * per} VMs) at once`);
+    const t0 = Date.now();
+    await pool(vms, 32, (ids, i) => env.admin.create(GVRs.VMImportTask, taskObject(nss[i % nss.length]!, `t${i}`, ids)).then(() => undefined));
+    const createSeconds = (Date.now() - t0) / 1000;
+    let lastLog = Date.now();
+    await until(`all ${o.tasks} tasks to end`, () => {
+      if (Date.now() - lastLog > 15_000) {
+        lastLog = Date.now();
+        log(`scale ${o.tasks}: ${done.size}/${o.tasks} ended after ${Math.round((Date.now() - t0) / 1000)} s`);
+      }
+      return done.size >= o.tasks;
+    }, 60_000 + o.tasks * 6_000, 100);
+    const wall = (Date.now() - t0) / 1000;
+    clearInterval(sampler);
+    sampler = undefined;
+    const s = ctl.stats();
+    const m1 = await ctl.metrics();
+    maxDepth = Math.max(maxDepth, metricSum(m1, 'migration_controller_workqueue_depth'));
+    const errs = diff(errors0, errorsByReason(m1));
+    return {
+      tasks: o.tasks,
+      vms: o.tasks * per,
+      namespaces: nss.length,
+      createSeconds: round(createSeconds, 1),
+      wallSecondsToAllReady: round(wall, 1),
+      failedTasks: [...done.values()].filter((v) => v === 'failed').length,
+      cpuSeconds: round(s.cpuSeconds - cpu0, 1),
+      peakRssMiB: mib(s.peakRssBytes),
+      maxQueueDepth: maxDepth,
+      reconciles: metricSum(m1, 'migration_controller_reconcile_total') - reconciles0,
+      reconcileErrors: Object.values(errs).reduce((a, b) => a + b, 0),
+      reconcileErrorsByReason: errs,
+      apiRequests: metricSum(m1, 'migration_controller_api_requests_total') - api0,
+    };
+  } finally {
+    if (sampler) clearInterval(sampler);
+    await inf?.stop();
+    await ctl.stop();
+  }
+}
+
+export function printScale(rows: ScaleFigures[]): void {
+  console.log('\n== scale: N tasks × 2 VMs created at once across namespaces');
+  console.log('  tasks   VMs  wall→Ready s  CPU s  peak RSS MiB  max queue  reconciles  API req  errors  failed');
+  for (const r of rows) {
+    console.log(`  ${String(r.tasks).padStart(5)} ${String(r.vms).padStart(5)} ${String(r.wallSecondsToAllReady).padStart(13)} ${String(r.cpuSeconds).padStart(6)} ${String(r.peakRssMiB).padStart(13)} ${String(r.maxQueueDepth).padStart(10)} ${String(r.reconciles).padStart(11)} ${String(r.apiRequests).padStart(8)} ${String(r.reconcileErrors).padStart(7)} ${String(r.failedTasks).padStart(7)}`);
+    if (r.reconcileErrors) console.log(`        errors by reason: ${JSON.stringify(r.reconcileErrorsByReason)}`);
+  }
+  const g = growth(rows);
+  if (g) console.log(`  growth ${g.from}→${g.to} tasks (${g.factor}×): wall ${g.wall}×, CPU ${g.cpu}×, peak RSS ${g.rss}×, max queue ${g.queue}×, API requests ${g.api}×`);
+}
+
+export function growth(rows: ScaleFigures[]): Record<string, number> | undefined {
+  if (rows.length < 2) return undefined;
+  const a = rows[0]!;
+  const b = rows[rows.length - 1]!;
+  const r = (x: number, y: number): number => (x > 0 ? round(y / x, 2) : NaN);
+  return { from: a.tasks, to: b.tasks, factor: r(a.tasks, b.tasks), wall: r(a.wallSecondsToAllReady, b.wallSecondsToAllReady), cpu: r(a.cpuSeconds, b.cpuSeconds), rss: r(a.peakRssMiB, b.peakRssMiB), queue: r(a.maxQueueDepth, b.maxQueueDepth), api: r(a.apiRequests, b.apiRequests) };
+}
+
+if (isMain(import.meta)) {
+  const flags = parseFlags(process.argv.slice(2));
+  const quick = flags.has('quick');
+  const sizes = numList(flags.get('sizes'), quick ? [5, 20] : [50, 200]);
+  const namespaces = Number(flags.get('namespaces') ?? (quick ? 5 : 20));
+  const pvSyncPeriod = flags.get('pv-sync-period') ?? '15s';
+  const rows: ScaleFigures[] = [];
+  for (const n of sizes) {
+    // A fresh control plane per size: leftovers of a smaller run must not slow a larger one.
+    const env = await startEnv({ pvSyncPeriod, oneDiskVMs: 2 * n });
+    try {
+      const r = await benchScale(env, { tasks: n, namespaces });
+      rows.push(r);
+      log(`scale ${n}: all ended in ${r.wallSecondsToAllReady} s, CPU ${r.cpuSeconds} s, peak RSS ${r.peakRssMiB} MiB, max queue ${r.maxQueueDepth}, errors ${r.reconcileErrors}, failed ${r.failedTasks}`);
+    } finally {
+      await env.stop();
+    }
+  }
+  printScale(rows);
+  console.log(`  → ${writeResult('scale', { sizes, namespaces, vmsPerTask: 2, pvSyncPeriod, quick }, { rows, growth: growth(rows) })}`);
+}

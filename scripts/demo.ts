@@ -1,0 +1,322 @@
+// npm run demo — one command, a fresh machine, an import to watch.
+//
+// Starts a real local control plane (etcd + kube-apiserver + kube-controller-manager), the simulated
+// vCenter / Forklift / CDI / KubeVirt / Cozystack engine of test/sim over it, the controller and its
+// admission webhook in this process, then applies examples/ as a tenant would (kubectl with a tenant's
+// kubeconfig) and shows the import live. Nothing of VMware or Forklift is real here; the Kubernetes
+// API server, RBAC, admission and the PV binder are.
+//
+//   node scripts/demo.ts            # the demo; everything stops at the end
+//   node scripts/demo.ts --keep     # leave the sandbox running and print KUBECONFIGs; Ctrl-C stops it
+//   node scripts/demo.ts --fast     # transfer at full simulator speed (the e2e test of the demo)
+import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import YAML from 'yaml';
+import { ControlPlane, findAssets, writeKubeconfig } from '../test/e2e/env/controlplane.ts';
+import { createStorageClass, startSim, vcenter, type Sim } from '../test/sim/index.ts';
+import { parseConfig } from '../src/config.ts';
+import { runController, type RunningController } from '../src/runtime/app.ts';
+import { createLogger } from '../src/telemetry/logger.ts';
+import { KubeClient, type KubeObject } from '../src/runtime/kube.ts';
+import { GVRs } from '../src/runtime/gvr.ts';
+import type { VMImportTask } from '../src/api/types.ts';
+import { StaticCerts, generateCA, generateServingCert, installWebhookConfigurations, startWebhookServer, uninstallWebhookConfigurations, DEFAULT_NAMES, type InventoryReader, type WebhookServer } from '../src/webhook/index.ts';
+import { defaultInventoryClient } from '../src/controllers/source/reconciler.ts';
+import * as k8s from '@kubernetes/client-node';
+import { formatBytes, formatDuration, formatQuantity, phaseKey, redraw, renderTable, renderTask, shouldPrintPlain } from './demo/render.ts';
+import { REPO_ROOT, findKubectl, helmTemplate, run, tenantRoles, type Run } from './demo/tools.ts';
+
+const args = new Set(process.argv.slice(2));
+for (const a of args) {
+  if (!['--keep', '--fast', '--help', '-h'].includes(a)) {
+    console.error(`unknown argument ${a}\nusage: node scripts/demo.ts [--keep] [--fast]`);
+    process.exit(2);
+  }
+}
+if (args.has('--help') || args.has('-h')) {
+  console.log('usage: node scripts/demo.ts [--keep] [--fast]\n  --keep  leave the sandbox running and print its KUBECONFIGs (Ctrl-C stops it)\n  --fast  transfer at full simulator speed');
+  process.exit(0);
+}
+const KEEP = args.has('--keep');
+const FAST = args.has('--fast') || process.env.DEMO_FAST === '1';
+const TTY = process.stdout.isTTY === true;
+
+const NS = 'tenant-demo';
+const TASK = 'import-web-tier';
+const EXAMPLES = join(REPO_ROOT, 'examples');
+const VCENTER_URL = 'https://vcenter.demo.example.com/sdk';
+/**
+ * Simulated transfer speed in MiB/s per disk (a VM's disks move in parallel). 1000 makes web-01 (16 GiB)
+ * take ~16 s and db-01 (largest disk 24 GiB) ~25 s: long enough to watch the bars move, short enough
+ * for a demo; --fast uses the simulator's default (a 16 GiB disk ≈ 1 s).
+ */
+const MB_PER_SECOND = FAST ? 16384 : 1000;
+/** The demo's VDDK reference: the simulator never pulls it, but without one a source is VDDKNotConfigured. */
+const VDDK_IMAGE = 'registry.example.com/vddk:8.0.3';
+
+const say = (s = ''): void => void process.stdout.write(`${s}\n`);
+const step = (s: string): void => say(`\n==> ${s}`);
+
+// Everything started, in reverse order of stopping.
+let cp: ControlPlane | undefined;
+let sim: Sim | undefined;
+let ctl: RunningController | undefined;
+let webhook: WebhookServer | undefined;
+let admin: KubeClient | undefined;
+let ctlClient: KubeClient | undefined;
+let stopping: Promise<void> | undefined;
+
+function stopAll(): Promise<void> {
+  stopping ??= (async () => {
+    const quietly = async (f: () => Promise<unknown> | undefined): Promise<void> => {
+      try {
+        await f();
+      } catch {
+        /* best effort while tearing down */
+      }
+    };
+    await quietly(() => ctl?.stop());
+    await quietly(() => (admin ? uninstallWebhookConfigurations(admin, DEFAULT_NAMES) : undefined));
+    await quietly(() => webhook?.close());
+    await quietly(() => sim?.stop());
+    admin?.close();
+    ctlClient?.close();
+    await quietly(() => cp?.stop());
+  })();
+  return stopping;
+}
+
+// Ctrl-C at any point: stop what was started, in order, then exit (the control plane's own hook would
+// SIGKILL its processes; a graceful stop first lets the controller and simulator close their watches).
+process.removeAllListeners('SIGINT');
+process.removeAllListeners('SIGTERM');
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    say('\nstopping…');
+    void stopAll().then(() => process.exit(sig === 'SIGINT' ? 130 : 143));
+  });
+}
+
+async function kubectlAs(kubectl: string, kubeconfig: string, argv: string[], input?: string, timeoutMs?: number): Promise<Run> {
+  return await run(kubectl, ['--kubeconfig', kubeconfig, ...argv], { input, timeoutMs });
+}
+
+function must(r: Run, what: string): string {
+  if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`);
+  return r.stdout;
+}
+
+async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Starts the admission webhook with a certificate for 127.0.0.1 and registers both configurations. */
+async function startAdmission(client: KubeClient, serviceCIDR: string, inventory: InventoryReader): Promise<WebhookServer> {
+  const ca = generateCA({ commonName: 'migration-controller demo webhook CA', validityMs: 86_400_000 });
+  const serving = generateServingCert(ca, { commonName: '127.0.0.1', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], validityMs: 86_400_000 });
+  const server = await startWebhookServer({ port: 0, host: '127.0.0.1', client, certs: new StaticCerts({ cert: serving.certPEM, key: serving.keyPEM }), serviceCIDR, inventory });
+  await installWebhookConfigurations(client, { target: { url: `https://127.0.0.1:${server.port}` }, caBundlePEM: ca.certPEM, names: DEFAULT_NAMES });
+  return server;
+}
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  say('migration-controller demo: a tenant imports two vSphere VMs into Cozystack.');
+  say('Real here: kube-apiserver, etcd, kube-controller-manager, RBAC, admission, the controller and its webhook.');
+  say('Simulated (test/sim): vCenter, Forklift, CDI, KubeVirt and Cozystack\'s VMDisk/VMInstance API.');
+
+  step('Prerequisites');
+  const assets = findAssets(); // builds kube-apiserver/kube-controller-manager once per machine (~9 min) when missing
+  say(`control-plane binaries: ${assets}`);
+  const kubectl = findKubectl();
+  say(`kubectl: ${kubectl}`);
+
+  step('Starting a local control plane');
+  cp = await ControlPlane.start({ startTimeoutMs: 120_000 });
+  const info = cp.info;
+  const adminKC = info.admin.kubeconfigPath;
+  say(`kube-apiserver ${info.server} (Service CIDR ${info.serviceCIDR}); logs in ${info.logsDir}`);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(adminKC);
+  admin = new KubeClient(kc);
+
+  must(await kubectlAs(kubectl, adminKC, ['apply', '--server-side', '-f', join(REPO_ROOT, 'crds')]), 'installing the CRDs');
+  must(await kubectlAs(kubectl, adminKC, ['wait', '--for=condition=Established', 'crd/vmimportsources.forklift.cozystack.io', 'crd/vmimporttasks.forklift.cozystack.io', '--timeout=60s']), 'waiting for the CRDs');
+  say('CRDs vmimportsources/vmimporttasks.forklift.cozystack.io established');
+
+  step('Starting the simulated vCenter, Forklift, CDI, KubeVirt and Cozystack');
+  // Like a stock Cozystack: `local` (WaitForFirstConsumer) is the default; `replicated` binds Immediate.
+  await createStorageClass(adminKC, { name: 'local', bindingMode: 'WaitForFirstConsumer', isDefault: true });
+  await createStorageClass(adminKC, { name: 'replicated', bindingMode: 'Immediate' });
+  say('storage classes: local (WaitForFirstConsumer, default), replicated (Immediate)');
+  const world = vcenter({
+    url: VCENTER_URL,
+    user: 'mtv-migration@vsphere.local',
+    password: 'demo-password',
+    hosts: [{ id: 'host-1', address: '192.0.2.10' }],
+    vms: [
+      { id: 'vm-101', name: 'web-01', disks: [{ capacityGiB: 16 }] },
+      { id: 'vm-102', name: 'db-01', firmware: 'efi', disks: [{ capacityGiB: 24 }, { capacityGiB: 8 }, { capacityGiB: 8 }] },
+    ],
+  });
+  sim = await startSim({ kubeconfigPath: adminKC, worlds: [world], mbPerSecond: MB_PER_SECOND });
+  say(`vCenter ${VCENTER_URL}: web-01 (vm-101, 1 disk, 16 GiB), db-01 (vm-102, 3 disks, 40 GiB); each disk moves at ${MB_PER_SECOND} MiB/s`);
+
+  step('Starting the controller and its admission webhook');
+  const controllerLog = join(info.logsDir, 'controller.log');
+  const logger = createLogger({ level: process.env.MC_LOG_LEVEL ?? 'info', destination: createWriteStream(controllerLog) });
+  const cfg = {
+    ...parseConfig(['--kubeconfig', info.controller.kubeconfigPath, '--leader-elect=false', '--health-port', '0', '--metrics-port', '0', '--vddk-image', VDDK_IMAGE, '--inventory-url', sim.inventory.url], {}),
+  };
+  ctl = await runController(cfg, { logger });
+  // The webhook reads the Forklift inventory as the controller does (VM names, disk counts, host addresses).
+  const ctlKC = new k8s.KubeConfig();
+  ctlKC.loadFromFile(info.controller.kubeconfigPath);
+  ctlClient = new KubeClient(ctlKC);
+  webhook = await startAdmission(ctlClient, info.serviceCIDR, defaultInventoryClient(cfg, ctlClient));
+  say(`controller: in-process, VDDK image ${VDDK_IMAGE}, metrics ${ctl.metricsURL}, log ${controllerLog}`);
+  say(`webhook: https://127.0.0.1:${webhook.port} (ValidatingWebhookConfiguration ${DEFAULT_NAMES.validating})`);
+
+  step(`Tenant namespace ${NS}`);
+  const tenant = info.tenants[0]!;
+  const tenantKC = join(info.dir, 'tenant-demo.kubeconfig');
+  writeKubeconfig(tenantKC, info.server, info.caPEM, tenant.name, tenant.token, NS);
+  const roles = tenantRoles(await helmTemplate());
+  // Cozystack's tenant roles aggregate every ClusterRole labelled aggregate-to-tenant-view/-admin; this one
+  // stands in for them, so the tenant holds exactly what the chart contributes.
+  const rbac = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
+    ...roles,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'demo-cozy-tenant-admin' },
+      aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'rbac.cozystack.io/aggregate-to-tenant-view': 'true' } }, { matchLabels: { 'rbac.cozystack.io/aggregate-to-tenant-admin': 'true' } }] },
+      rules: [],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'tenant-admin', namespace: NS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'demo-cozy-tenant-admin' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenant.name }],
+    },
+  ];
+  must(await kubectlAs(kubectl, adminKC, ['apply', '-f', '-'], rbac.map((o) => YAML.stringify(o)).join('---\n')), 'creating the tenant namespace and roles');
+  say(`user ${tenant.name} is bound in ${NS} to a tenant-admin role aggregating the chart's ${roles.map((r) => (r.metadata as { name?: string }).name).join(', ')}`);
+  // The aggregation controller fills the rules asynchronously: wait until the tenant may create a task.
+  await waitUntil('the tenant role to be aggregated', 30_000, async () => {
+    const r = await kubectlAs(kubectl, tenantKC, ['auth', 'can-i', 'create', 'vmimporttasks.forklift.cozystack.io', '-n', NS]);
+    return r.stdout.trim() === 'yes' ? true : undefined;
+  });
+
+  step(`As the tenant: kubectl apply -f examples/source.yaml`);
+  const sourceYaml = readFileSync(join(EXAMPLES, 'source.yaml'), 'utf8');
+  const source = YAML.parse(sourceYaml) as { spec: { credentials: { caCert?: string } } };
+  source.spec.credentials.caCert = world.caPEM;
+  say("(its caCert placeholder is replaced by the simulated vCenter's CA certificate)");
+  say(must(await kubectlAs(kubectl, tenantKC, ['apply', '-f', '-'], YAML.stringify(source)), 'applying examples/source.yaml').trim());
+  const connected = await waitUntil('the source to become Ready', 60_000, async () => {
+    const s = (await admin!.get(GVRs.VMImportSource, NS, 'vcenter-prod')) as (KubeObject & { status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } }) | undefined;
+    const ready = s?.status?.conditions?.find((c) => c.type === 'Ready');
+    return ready?.status === 'True' ? ready : undefined;
+  });
+  say(`vmimportsource/vcenter-prod Ready=True (${connected.reason}): ${connected.message}`);
+
+  step('Caught at admission: kubectl apply -f examples/task-wffc.yaml');
+  const refused = await kubectlAs(kubectl, tenantKC, ['apply', '-f', join(EXAMPLES, 'task-wffc.yaml')]);
+  if (refused.code === 0) throw new Error(`examples/task-wffc.yaml was admitted; the webhook should have refused it: ${refused.stdout}`);
+  for (const l of refused.stderr.trim().split('\n')) say(`  ${l}`);
+  say('refused before any Forklift object existed: `local` is WaitForFirstConsumer and would hang the transfer.');
+
+  step('As the tenant: kubectl apply -f examples/task.yaml');
+  const applied = must(await kubectlAs(kubectl, tenantKC, ['apply', '-f', join(EXAMPLES, 'task.yaml')]), 'applying examples/task.yaml');
+  say(applied.trim());
+  say('');
+
+  // Live progress until the task is terminal.
+  const started = Date.now();
+  let drawn = 0;
+  let plain: { key: string; text: string; at: number } | undefined;
+  let task: VMImportTask | undefined;
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    task = (await admin.get(GVRs.VMImportTask, NS, TASK)) as unknown as VMImportTask | undefined;
+    if (task) {
+      const lines = renderTask(task, (Date.now() - started) / 1000);
+      if (TTY) {
+        process.stdout.write(redraw(drawn, lines));
+        drawn = lines.length;
+      } else {
+        const key = phaseKey(task);
+        const text = lines.join('\n');
+        // Plain output (a pipe, CI): a block on every phase change and every 3 s while bytes move.
+        if (shouldPrintPlain(plain, key, text, Date.now(), 3000)) {
+          say(`[${formatDuration((Date.now() - started) / 1000)}]`);
+          say(text);
+          plain = { key, text, at: Date.now() };
+        }
+      }
+      if (task.status?.completedAt) break;
+    }
+    if (Date.now() > deadline) throw new Error('the import did not finish within 3 minutes');
+    await new Promise((r) => setTimeout(r, TTY ? 200 : 250));
+  }
+
+  step(`kubectl wait --for=condition=Ready vmimporttask/${TASK}`);
+  const waited = await kubectlAs(kubectl, tenantKC, ['wait', '--for=condition=Ready', `vmimporttask/${TASK}`, '-n', NS, '--timeout=60s'], undefined, 70_000);
+  say((waited.stdout + waited.stderr).trim());
+  if (waited.code !== 0) throw new Error(`kubectl wait failed: ${JSON.stringify(task.status, null, 1)}`);
+  say(must(await kubectlAs(kubectl, tenantKC, ['get', 'vmimporttask', TASK, '-n', NS]), 'kubectl get vmimporttask').trimEnd());
+
+  step('Result');
+  const disks = (await admin.list(GVRs.VMDisk, NS)).items as Array<KubeObject & { spec?: { storage?: string; storageClass?: string } }>;
+  say('VMDisks (apps.cozystack.io):');
+  for (const l of renderTable(['NAME', 'STORAGE', 'CLASS'], disks.map((d) => [d.metadata!.name!, formatQuantity(d.spec?.storage), d.spec?.storageClass ?? '']))) say(`  ${l}`);
+  const instances = (await admin.list(GVRs.VMInstance, NS)).items as Array<KubeObject & { spec?: { runStrategy?: string; disks?: Array<{ name: string; bus?: string }> } }>;
+  say('VMInstances (apps.cozystack.io):');
+  for (const l of renderTable(['NAME', 'RUNSTRATEGY', 'DISKS'], instances.map((i) => [i.metadata!.name!, i.spec?.runStrategy ?? '', (i.spec?.disks ?? []).map((d) => `${d.name}(${d.bus ?? ''})`).join(' ')]))) say(`  ${l}`);
+  say('Downtime per VM (source powered off → VMInstance created):');
+  for (const l of renderTable(['VM', 'SOURCE', 'BYTES', 'DOWNTIME'], (task.status?.vms ?? []).map((v) => [v.name, v.id, formatBytes(v.bytesTotal), formatDuration(v.downtimeSeconds)]))) say(`  ${l}`);
+  say(`\nDone in ${formatDuration((Date.now() - t0) / 1000)}. The VMs start Halted: nothing boots a second copy of a production machine.`);
+
+  if (KEEP) {
+    const envFile = join(info.dir, 'demo.env');
+    writeFileSync(envFile, `export KUBECONFIG=${adminKC}\n# tenant: export KUBECONFIG=${tenantKC}\n`);
+    step('The sandbox keeps running (--keep). Explore it with kubectl:');
+    say(`  admin:  export KUBECONFIG=${adminKC}`);
+    say(`  tenant: export KUBECONFIG=${tenantKC}     # namespace ${NS}`);
+    say(`  kubectl get vmimportsources,vmimporttasks -n ${NS}`);
+    say(`  kubectl get vmimporttask ${TASK} -n ${NS} -o yaml`);
+    say(`  kubectl get vmdisks,vminstances,plans,migrations,pvc -n ${NS}     # as admin`);
+    say('Press Ctrl-C to stop everything.');
+    mkdirSync(info.dir, { recursive: true });
+    // Keep the event loop alive until a signal arrives (handled above).
+    setInterval(() => {}, 1 << 30);
+    return;
+  }
+  await stopAll();
+  say('Everything stopped. Run with --keep to explore the sandbox with kubectl.');
+}
+
+main().then(
+  () => {
+    if (!KEEP) process.exit(0);
+  },
+  async (e: unknown) => {
+    process.stderr.write(`\ndemo failed: ${(e as Error).stack ?? String(e)}\n`);
+    await stopAll();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,224 @@
+// The pure core of the handoff: from what was observed (fresh API reads), the ONE next step.
+// Every rule here is a fact from cozystack-platform.md ("The copy-free handoff") or the Kubernetes PV
+// controller's behaviour; each branch names the failure it prevents.
+import { ANNOTATION_BIND_REQUESTED, ANNOTATION_HANDOFF, HANDOFF_SETTLED } from '../../api/labels.ts';
+import { TaskReason } from '../../api/conditions.ts';
+import { hasOutputMarkers, markedDiskIndex } from '../../cozystack/render.ts';
+import type { KubeObject } from '../../runtime/kube.ts';
+import { Step, type StepName } from './steps.ts';
+
+export interface Markers {
+  taskUid: string;
+  vmId: string;
+}
+
+/** Everything known about one disk, read afresh from the API server. */
+export interface DiskObservation {
+  index: number;
+  /** VMDisk name `<vm>-disk-<i>`. */
+  vmDisk: string;
+  /** Target claim and DataVolume name `vm-disk-<vm>-disk-<i>`. */
+  claimName: string;
+  namespace: string;
+  /** Name of the claim Forklift filled (from the scaffolding VM, status or the PV's annotation). */
+  transferClaimName?: string;
+  /** The transfer claim as it exists now (undefined: not found). */
+  transferClaim?: KubeObject;
+  /** Name of the PV that is this disk, when recorded or learned from the transfer claim. */
+  volumeName?: string;
+  /** The PV as it exists now. */
+  volume?: KubeObject;
+  /** DataVolumes that own the transfer claim or would recreate it. */
+  transferDataVolumes: KubeObject[];
+  /** `vm-disk-<…>` claim, DataVolume and VMDisk as they exist now. */
+  claim?: KubeObject;
+  dataVolume?: KubeObject;
+  vmDiskObject?: KubeObject;
+  /** The PV's StorageClass: undefined = no class named or the class no longer exists. */
+  storageClass?: KubeObject;
+}
+
+export type DiskAction =
+  | { type: 'step'; step: StepName }
+  | { type: 'wait'; message: string }
+  | { type: 'fail'; reason: string; message: string }
+  | { type: 'done' };
+
+type Obj = Record<string, unknown>;
+const spec = (o: KubeObject | undefined): Obj => ((o?.spec ?? {}) as Obj);
+const status = (o: KubeObject | undefined): Obj => ((o?.status ?? {}) as Obj);
+const phase = (o: KubeObject | undefined): string | undefined => status(o).phase as string | undefined;
+const claimRef = (pv: KubeObject | undefined): { name?: string; namespace?: string; uid?: string } | undefined =>
+  spec(pv).claimRef as { name?: string; namespace?: string; uid?: string } | undefined;
+
+/** Reclaim policy the volume settles on: its class's, Delete when no class is named or it is gone. */
+export function desiredReclaimPolicy(storageClass: KubeObject | undefined): 'Delete' | 'Retain' {
+  return (storageClass as { reclaimPolicy?: string } | undefined)?.reclaimPolicy === 'Retain' ? 'Retain' : 'Delete';
+}
+
+/** True when the PV's claimRef names exactly this claim (namespace, name and UID). */
+export function claimRefMatches(pv: KubeObject | undefined, claim: KubeObject | undefined): boolean {
+  const ref = claimRef(pv);
+  return !!ref && !!claim && ref.name === claim.metadata?.name && ref.namespace === claim.metadata?.namespace && !!ref.uid && ref.uid === claim.metadata?.uid;
+}
+
+/** True when the DataVolume is the claim's only owner and its controller (CDI adopted the claim). */
+export function adoptedBy(claim: KubeObject | undefined, dv: KubeObject | undefined): boolean {
+  const refs = claim?.metadata?.ownerReferences ?? [];
+  return !!dv && refs.length === 1 && refs[0]!.kind === 'DataVolume' && refs[0]!.uid === dv.metadata?.uid && refs[0]!.controller === true;
+}
+
+/** The transfer claim's ownerReferences that tie its life to Forklift's objects. */
+export function forkliftOwners(claim: KubeObject | undefined): NonNullable<NonNullable<KubeObject['metadata']>['ownerReferences']> {
+  return (claim?.metadata?.ownerReferences ?? []).filter((r) => r.kind === 'VirtualMachine' || r.kind === 'DataVolume');
+}
+
+/** True when the PV is already labelled as this task's disk `index`. */
+export function volumeRecorded(pv: KubeObject, m: Markers, index: number): boolean {
+  return hasOutputMarkers(pv, m) && markedDiskIndex(pv) === index;
+}
+
+/** A finished disk: the volume settled and its claimRef names the target claim. */
+export function diskDone(o: DiskObservation, m: Markers): boolean {
+  const pv = o.volume;
+  if (!pv || !volumeRecorded(pv, m, o.index)) return false;
+  return pv.metadata?.annotations?.[ANNOTATION_HANDOFF] === HANDOFF_SETTLED && claimRefMatches(pv, o.claim);
+}
+
+/** An output that exists without our markers is someone else's: never overwritten. */
+export function foreignOutput(o: Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject' | 'claimName' | 'vmDisk'>, m: Markers): { reason: string; message: string } | undefined {
+  const found: Array<[KubeObject | undefined, string]> = [
+    [o.claim, `PersistentVolumeClaim ${o.claimName}`],
+    [o.dataVolume, `DataVolume ${o.claimName}`],
+    [o.vmDiskObject, `VMDisk ${o.vmDisk}`],
+  ];
+  for (const [obj, what] of found) {
+    if (obj && !hasOutputMarkers(obj, m)) {
+      return { reason: TaskReason.OutputExists, message: `${what} already exists and was not created by this task; it is left untouched` };
+    }
+  }
+  return undefined;
+}
+
+const deleting = (o: KubeObject | undefined): boolean => !!o?.metadata?.deletionTimestamp;
+
+/**
+ * The next step for one disk. Order matters and is the recipe's:
+ * record+Retain → orphan (DataVolumes first, then ownerReferences) → target claim → delete transfer claim →
+ * claimRef with the new UID → let the binder finish → DataVolume → VMDisk → settle.
+ */
+export function nextStep(o: DiskObservation, m: Markers): DiskAction {
+  if (diskDone(o, m)) return { type: 'done' };
+  const foreign = foreignOutput(o, m);
+  if (foreign) return { type: 'fail', ...foreign };
+
+  const pv = o.volume;
+  if (!pv) {
+    if (o.volumeName) {
+      return { type: 'fail', reason: TaskReason.Failed, message: `PersistentVolume ${o.volumeName} of disk ${o.index} no longer exists` };
+    }
+    if (!o.transferClaim) {
+      return {
+        type: 'fail',
+        reason: TaskReason.EngineReportedSuccessWithoutOutput,
+        message: `the transferred claim ${o.transferClaimName ?? `of disk ${o.index}`} does not exist and no volume was recorded for disk ${o.index}; create a new task`,
+      };
+    }
+    return { type: 'wait', message: `waiting for the transferred claim ${o.transferClaimName} to be Bound` };
+  }
+
+  // 1. Record which volume is disk i on the volume itself, and Retain it, before touching any claim:
+  //    a dynamically provisioned PV defaults to Delete, and every later step passes through a moment
+  //    where the volume has no live claim.
+  if (!volumeRecorded(pv, m, o.index) || spec(pv).persistentVolumeReclaimPolicy !== 'Retain') {
+    return { type: 'step', step: Step.RetainVolume };
+  }
+
+  // 2. A DataVolume that still owns (or is named as) the transfer claim would make CDI recreate the
+  //    claim and re-run the whole import: delete it first, orphaning the claim.
+  const liveDVs = o.transferDataVolumes.filter((d) => !deleting(d));
+  if (liveDVs.length) return { type: 'step', step: Step.DeleteTransferDataVolume };
+  if (o.transferDataVolumes.length) {
+    return { type: 'wait', message: `waiting for DataVolume ${o.transferDataVolumes[0]!.metadata?.name} to be deleted` };
+  }
+
+  // 3. Forklift's VM owns the claim: GC would delete the claim within a second of the VM.
+  if (o.transferClaim && !deleting(o.transferClaim) && forkliftOwners(o.transferClaim).length) {
+    return { type: 'step', step: Step.OrphanTransferClaim };
+  }
+
+  // 4. The target claim, pre-bound to the volume.
+  if (!o.claim) return { type: 'step', step: Step.CreateClaim };
+  if (spec(o.claim).volumeName !== pv.metadata?.name) {
+    return { type: 'fail', reason: TaskReason.OutputExists, message: `PersistentVolumeClaim ${o.claimName} names volume ${String(spec(o.claim).volumeName)}, not ${pv.metadata?.name}` };
+  }
+  if (deleting(o.claim)) return { type: 'wait', message: `PersistentVolumeClaim ${o.claimName} is being deleted` };
+
+  // 5. Delete the transfer claim (the volume is Retain: it turns Released, its data intact) …
+  if (o.transferClaim) {
+    if (!deleting(o.transferClaim)) return { type: 'step', step: Step.DeleteTransferClaim };
+    if (!claimRefMatches(pv, o.claim)) return { type: 'wait', message: `waiting for the transferred claim ${o.transferClaimName} to be deleted` };
+  }
+
+  // 6. … then point the volume at the new claim, UID included (no window for another claim).
+  if (!claimRefMatches(pv, o.claim)) {
+    // Only once the PV controller has seen the old claim go (the volume is no longer Bound): its cache
+    // then holds this volume as Released, and it reacts to our claimRef write at once.
+    if (phase(pv) === 'Bound') {
+      return { type: 'wait', message: `waiting for the PV controller to release ${pv.metadata?.name} from the deleted transfer claim` };
+    }
+    return { type: 'step', step: Step.RebindVolume };
+  }
+
+  // 7. The binder marks the volume Bound from the claimRef event; the claim itself is only re-examined
+  //    on a claim event (or the periodic resync, 15 s by default): touch it once the volume is Bound.
+  if (phase(o.claim) !== 'Bound') {
+    if (phase(pv) !== 'Bound') return { type: 'wait', message: `waiting for the PV controller to bind ${pv.metadata?.name} to ${o.claimName}` };
+    if (!o.claim.metadata?.annotations?.[ANNOTATION_BIND_REQUESTED]) return { type: 'step', step: Step.RequestBind };
+    return { type: 'wait', message: `waiting for the PV controller to bind claim ${o.claimName}` };
+  }
+
+  // 8. The DataVolume the VMDisk chart adopts; CDI adopts the populated claim into it.
+  if (!o.dataVolume) return { type: 'step', step: Step.CreateDataVolume };
+  // 9. The VMDisk.
+  if (!o.vmDiskObject) return { type: 'step', step: Step.CreateVMDisk };
+
+  // 10. Settle: the volume goes back to its class's reclaim policy only when everything holds it —
+  //     otherwise deleting the wrong thing in between would delete the data.
+  if (!adoptedBy(o.claim, o.dataVolume)) {
+    return { type: 'wait', message: `waiting for CDI to adopt claim ${o.claimName} into DataVolume ${o.claimName}` };
+  }
+  if (phase(pv) !== 'Bound') return { type: 'wait', message: `waiting for volume ${pv.metadata?.name} to report Bound` };
+  return { type: 'step', step: Step.SettleVolume };
+}
+
+/** What is known about the VM-level outputs once every disk is finished. */
+export interface VMObservation {
+  vmInstanceName: string;
+  vmInstance?: KubeObject;
+  scaffoldingVM?: KubeObject;
+}
+
+export type VMAction = { type: 'step'; step: StepName } | { type: 'fail'; reason: string; message: string } | { type: 'done' };
+
+/** A VMInstance name taken by someone else fails the VM before any disk is touched. */
+export function foreignVMInstance(o: VMObservation, m: Markers): { reason: string; message: string } | undefined {
+  if (o.vmInstance && !hasOutputMarkers(o.vmInstance, m)) {
+    return { reason: TaskReason.OutputExists, message: `VMInstance ${o.vmInstanceName} already exists and was not created by this task; it is left untouched` };
+  }
+  return undefined;
+}
+
+/** The next VM-level step, once every disk is done. */
+export function nextVMStep(o: VMObservation, m: Markers): VMAction {
+  const foreign = foreignVMInstance(o, m);
+  if (foreign) return { type: 'fail', ...foreign };
+  if (!o.vmInstance) {
+    if (!o.scaffoldingVM) {
+      return { type: 'fail', reason: TaskReason.Failed, message: `the Forklift-built VirtualMachine is gone before VMInstance ${o.vmInstanceName} was created; its disks are in place as VMDisks` };
+    }
+    return { type: 'step', step: Step.CreateVMInstance };
+  }
+  if (o.scaffoldingVM && !deleting(o.scaffoldingVM)) return { type: 'step', step: Step.DeleteScaffoldingVM };
+  return { type: 'done' };
+}

@@ -1,0 +1,346 @@
+// VMImportSource reconciler (thin): read the source, project its credentials, drive Forklift's Providers
+// and Hosts, mirror Forklift's verdict into status, publish the VM inventory for pickers, clean up on delete.
+import type https from 'node:https';
+import type { Gauge } from 'prom-client';
+import { CONDITION_READY, SourceReason } from '../../api/conditions.ts';
+import {
+  ANNOTATION_INVENTORY_TRUNCATED,
+  COZY_MANAGED_BY_VALUE,
+  FINALIZER,
+  LABEL_COZY_MANAGED_BY,
+  LABEL_HOST_ID,
+  LABEL_MANAGED_BY,
+  LABEL_SOURCE,
+  LABEL_SOURCE_UID,
+  MANAGED_BY_VALUE,
+  credentialsSecretName,
+  inventoryConfigMapName,
+} from '../../api/labels.ts';
+import { API_VERSION, KIND_SOURCE, type VMImportSource } from '../../api/types.ts';
+import type { ControllerConfig } from '../../config.ts';
+import { InventoryClient, InventoryError, pickerList } from '../../forklift/inventory.ts';
+import {
+  destinationProviderName,
+  hostObjectName,
+  mergeDesired,
+  needsUpdate,
+  renderCredentialsSecret,
+  renderDestinationProvider,
+  renderHost,
+  renderHostSecret,
+  renderSourceProvider,
+  sourceOwnerRef,
+  sourceProviderName,
+  sourceLabels,
+  type SecretObject,
+} from '../../forklift/provider.ts';
+import { GVRs, type GVR } from '../../runtime/gvr.ts';
+import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
+import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
+import { getCondition, patchStatus } from '../../runtime/status.ts';
+import { deriveSourceStatus, type SourceObservation } from './status.ts';
+
+export const SOURCE_CONTROLLER = 'vmimportsource';
+
+/**
+ * The inventory ConfigMap holds at most this many VMs: a ConfigMap is limited to 1 MiB, and 5000 entries
+ * of id/name/path stay well under it even with long folder paths.
+ */
+export const INVENTORY_CAP = 5000;
+/** Key of the VM list in the inventory ConfigMap (JSON array of {id, name, path}). */
+export const INVENTORY_KEY = 'vms.json';
+// While Forklift has not decided (Connecting), look again every 30 s in case an event was missed; once
+// Ready, refresh the published inventory every 5 min (vCenter changes are not watched).
+const REQUEUE_PENDING_MS = 30_000;
+const REQUEUE_READY_MS = 5 * 60_000;
+// A foreign Secret going away or vCenter accepting the credentials again produces no event we watch
+// (foreign Secrets are outside our label-selected Secret watch): look again every 10 s.
+const REQUEUE_GATE_MS = 10_000;
+const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.AuthenticationFailed, SourceReason.HostUnreachable]);
+// The inventory could not be read (still loading, stale certificate): try again soon.
+const REQUEUE_INVENTORY_RETRY_MS = 5_000;
+
+export interface SourceReconcilerDeps {
+  /** Builds the inventory client (tests inject one). */
+  inventory?: (ctx: ReconcileContext) => InventoryClient;
+  /** `migration_controller_source_ready{namespace,source}` (the chart's SourceLostReadiness alert). */
+  sourceReady?: Gauge<'namespace' | 'source'>;
+}
+
+/** The controller's own bearer token (kubeconfig token or in-cluster ServiceAccount token). */
+export async function bearerToken(client: KubeClient): Promise<string | undefined> {
+  const o: https.RequestOptions = {};
+  await client.kc.applyToHTTPSOptions(o);
+  const h = (o.headers ?? {}) as Record<string, string>;
+  const auth = h.Authorization ?? h.authorization;
+  return auth?.startsWith('Bearer ') ? auth.slice(7) : undefined;
+}
+
+export function defaultInventoryClient(cfg: ControllerConfig, client: KubeClient): InventoryClient {
+  return new InventoryClient({
+    baseURL: cfg.inventoryURL,
+    forkliftNamespace: cfg.forkliftNamespace,
+    ca: async () => {
+      const s = await client.get<SecretObject>(GVRs.Secret, cfg.forkliftNamespace, cfg.inventoryCASecret);
+      const d = s?.data?.['ca.crt'];
+      return d ? Buffer.from(d, 'base64').toString('utf8') : undefined;
+    },
+    token: () => bearerToken(client),
+  });
+}
+
+function mapToSource(o: KubeObject): ObjectKey[] {
+  const ns = o.metadata?.namespace ?? '';
+  const byLabel = o.metadata?.labels?.[LABEL_SOURCE];
+  if (byLabel) return [{ namespace: ns, name: byLabel }];
+  const owner = o.metadata?.ownerReferences?.find((r) => r.kind === KIND_SOURCE && r.apiVersion === API_VERSION);
+  return owner ? [{ namespace: ns, name: owner.name }] : [];
+}
+
+function errMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDeps = {}): Reconciler {
+  const managedSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
+  return {
+    name: SOURCE_CONTROLLER,
+    primary: GVRs.VMImportSource,
+    watches: [
+      { gvr: GVRs.Provider, map: mapToSource, labelSelector: managedSelector },
+      { gvr: GVRs.Host, map: mapToSource, labelSelector: managedSelector },
+      { gvr: GVRs.Secret, map: mapToSource, labelSelector: managedSelector },
+    ],
+    reconcile: (key, ctx) => reconcileSource(cfg, deps, key, ctx),
+  };
+}
+
+/** Creates `desired` or brings the existing object in line with it (only when it differs). */
+async function ensure(ctx: ReconcileContext, gvr: GVR, desired: KubeObject, cached: KubeObject | undefined): Promise<KubeObject> {
+  let actual = cached;
+  if (!actual) {
+    try {
+      return await ctx.client.create(gvr, desired);
+    } catch (e) {
+      if (!isAlreadyExists(e)) throw e;
+      actual = await ctx.client.get(gvr, desired.metadata?.namespace, desired.metadata!.name!);
+      if (!actual) throw e;
+    }
+  }
+  if (!needsUpdate(desired, actual)) return actual;
+  ctx.log.info({ kind: gvr.kind, object: desired.metadata?.name }, 'updating to the desired state');
+  return await ctx.client.replace(gvr, mergeDesired(desired, actual));
+}
+
+/** Forklift's Secret webhook refusing vCenter's 401: "403 Invalid credentials". */
+function isWebhookAuthRejection(e: unknown): boolean {
+  return e instanceof ApiError && e.code === 403 && /invalid credentials|credential/i.test(e.message);
+}
+
+async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps, key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
+  const src = ctx.cache<VMImportSource & KubeObject>(GVRs.VMImportSource)?.get(key.namespace, key.name) as VMImportSource | undefined;
+  if (!src || src.metadata.deletionTimestamp) deps.sourceReady?.remove({ namespace: key.namespace, source: key.name });
+  if (!src) return {};
+  if (src.metadata.deletionTimestamp) return await finalize(src, ctx);
+  if (!src.metadata.finalizers?.includes(FINALIZER)) {
+    await ctx.client.patch(GVRs.VMImportSource, key.namespace, key.name, {
+      metadata: { finalizers: [...(src.metadata.finalizers ?? []), FINALIZER], resourceVersion: src.metadata.resourceVersion },
+    });
+    // The update event brings the source back with the finalizer.
+    return {};
+  }
+
+  const obs: SourceObservation = { source: src, now: ctx.now() };
+  let result: Result = {};
+  obs.gate = await materialise(cfg, src, ctx, obs);
+  if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
+    result = { requeueAfterMs: REQUEUE_GATE_MS };
+  } else if (!obs.gate) {
+    const st = deriveSourceStatus(obs);
+    if (getCondition(st.conditions, CONDITION_READY)?.status === 'True') {
+      const published = await publishInventory(cfg, deps, src, ctx, obs);
+      result = { requeueAfterMs: published ? REQUEUE_READY_MS : REQUEUE_INVENTORY_RETRY_MS };
+    } else {
+      result = { requeueAfterMs: REQUEUE_PENDING_MS };
+    }
+  }
+  await writeStatus(src, ctx, obs, deps);
+  return result;
+}
+
+/**
+ * Materialises Secret, Providers, Hosts; returns a gate verdict when something prevents it. Fills
+ * obs.provider and obs.hosts.
+ */
+async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
+  if (!cfg.vddkImage) {
+    return {
+      reason: SourceReason.VDDKNotConfigured,
+      message: 'No VDDK image is configured for this platform (vmImport.vddkImage): vSphere imports are unavailable. Nothing was created for this source; ask the platform operator to configure one.',
+    };
+  }
+  if (!ctx.installed(GVRs.Provider) || !ctx.installed(GVRs.Host)) {
+    return { reason: SourceReason.ForkliftNotInstalled, message: 'Konveyor Forklift (forklift.konveyor.io Provider/Host) is not installed in this cluster; the source will connect by itself once it is.' };
+  }
+  const providers = ctx.cache(GVRs.Provider);
+  const hostsCache = ctx.cache(GVRs.Host);
+  if (!providers || !hostsCache) {
+    // Installed, cache still filling: the manager requeues every subscriber once it has synced.
+    return { reason: SourceReason.Connecting, message: 'Waiting for the Forklift caches to sync.' };
+  }
+  const ns = src.metadata.namespace!;
+  const name = src.metadata.name!;
+
+  // 1. The credentials Secret: never overwrite a Secret that is not ours.
+  const secretName = credentialsSecretName(name);
+  const existing = await ctx.client.get<SecretObject>(GVRs.Secret, ns, secretName);
+  if (existing && existing.metadata?.labels?.[LABEL_COZY_MANAGED_BY] !== COZY_MANAGED_BY_VALUE) {
+    return {
+      reason: SourceReason.CredentialsMissing,
+      message: `A Secret named ${secretName} already exists in this namespace and was not created by the migration controller (it lacks the label ${LABEL_COZY_MANAGED_BY}=${COZY_MANAGED_BY_VALUE}); it is never overwritten. Rename or delete it, or rename the source.`,
+    };
+  }
+  let secret: KubeObject;
+  try {
+    secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(src), existing);
+  } catch (e) {
+    if (isWebhookAuthRejection(e)) {
+      const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
+      return { reason: SourceReason.AuthenticationFailed, message: `vCenter rejected the credentials.${sso} Forklift: ${(e as ApiError).message}` };
+    }
+    throw e;
+  }
+  const secretVersion = secret.metadata?.resourceVersion;
+
+  // 2. Host Secrets and Hosts, one per spec.hosts[] entry.
+  const hostSecretVersions: Record<string, string | undefined> = {};
+  for (const h of src.spec.hosts ?? []) {
+    const desired = renderHostSecret(src, h);
+    const cur = await ctx.client.get<SecretObject>(GVRs.Secret, ns, desired.metadata!.name!);
+    if (cur && cur.metadata?.labels?.[LABEL_SOURCE_UID] !== src.metadata.uid && cur.metadata?.labels?.[LABEL_COZY_MANAGED_BY] !== COZY_MANAGED_BY_VALUE) {
+      return { reason: SourceReason.CredentialsMissing, message: `A Secret named ${desired.metadata!.name} (for host ${h.id}) exists and is not managed by the migration controller; it is never overwritten.` };
+    }
+    try {
+      hostSecretVersions[h.id] = (await ensure(ctx, GVRs.Secret, desired, cur)).metadata?.resourceVersion;
+    } catch (e) {
+      if (isWebhookAuthRejection(e)) return { reason: SourceReason.HostUnreachable, message: `The ESXi host ${h.id} (${h.address}) rejected its credentials. Forklift: ${(e as ApiError).message}` };
+      throw e;
+    }
+  }
+
+  // 3. Providers.
+  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion), providers.get(ns, sourceProviderName(name)));
+  await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
+  // Report what the cache says (status written by Forklift), falling back to what we just wrote.
+  obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
+
+  obs.hosts = {};
+  const wanted = new Set<string>();
+  for (const h of src.spec.hosts ?? []) {
+    const hn = hostObjectName(name, h.id);
+    wanted.add(hn);
+    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id]), hostsCache.get(ns, hn));
+    const cached = hostsCache.get(ns, hn);
+    obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
+  }
+
+  // 4. Prune hosts removed from the spec: only objects carrying THIS source's UID.
+  const mine = { [LABEL_SOURCE_UID]: src.metadata.uid! };
+  for (const h of hostsCache.list(ns, mine)) {
+    if (!wanted.has(h.metadata!.name!)) {
+      ctx.log.info({ host: h.metadata?.name }, 'pruning a Host no longer in spec.hosts');
+      await ctx.client.delete(GVRs.Host, ns, h.metadata!.name!, { uid: h.metadata?.uid });
+    }
+  }
+  const wantedHostIds = new Set((src.spec.hosts ?? []).map((h) => h.id));
+  const secrets = await ctx.client.list<SecretObject>(GVRs.Secret, ns, { labelSelector: `${LABEL_SOURCE_UID}=${src.metadata.uid},${LABEL_HOST_ID}` });
+  for (const s of secrets.items) {
+    const id = s.metadata?.labels?.[LABEL_HOST_ID];
+    if (id && !wantedHostIds.has(id)) await ctx.client.delete(GVRs.Secret, ns, s.metadata!.name!, { uid: s.metadata?.uid });
+  }
+  return undefined;
+}
+
+/** Publishes the inventory ConfigMap; false when the inventory could not be read (retry soon). */
+async function publishInventory(cfg: ControllerConfig, deps: SourceReconcilerDeps, src: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<boolean> {
+  const uid = obs.provider?.metadata?.uid;
+  if (!uid) return false;
+  const inv = deps.inventory ? deps.inventory(ctx) : defaultInventoryClient(cfg, ctx.client);
+  let vms;
+  try {
+    vms = await inv.listVMs(uid);
+  } catch (e) {
+    // Not a verdict on the source (Forklift says it is connected); tell the tenant and the operator.
+    if (e instanceof InventoryError && e.code === 'Loading') return false;
+    const msg = e instanceof InventoryError ? e.message : errMessage(e);
+    ctx.log.warn({ err: msg }, 'could not read the Forklift inventory');
+    ctx.events.event(src as unknown as KubeObject, 'Warning', 'InventoryUnavailable', msg);
+    return false;
+  }
+  const list = pickerList(vms, INVENTORY_CAP);
+  const ns = src.metadata.namespace!;
+  const desired: KubeObject & { data: Record<string, string> } = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: inventoryConfigMapName(src.metadata.name!),
+      namespace: ns,
+      labels: sourceLabels(src),
+      annotations: { [ANNOTATION_INVENTORY_TRUNCATED]: list.truncated ? `true (${list.items.length} of ${list.total})` : 'false' },
+      ownerReferences: [sourceOwnerRef(src)],
+    },
+    data: { [INVENTORY_KEY]: JSON.stringify(list.items) },
+  };
+  const cur = await ctx.client.get(GVRs.ConfigMap, ns, desired.metadata!.name!);
+  if (cur && cur.metadata?.labels?.[LABEL_SOURCE_UID] !== src.metadata.uid && cur.metadata?.labels?.[LABEL_MANAGED_BY] !== MANAGED_BY_VALUE) {
+    ctx.events.event(src as unknown as KubeObject, 'Warning', 'InventoryNotPublished', `ConfigMap ${desired.metadata!.name} exists and is not managed by the migration controller; not overwritten.`);
+    return true;
+  }
+  await ensure(ctx, GVRs.ConfigMap, desired, cur);
+  obs.vmCount = list.total;
+  return true;
+}
+
+async function writeStatus(src: VMImportSource, ctx: ReconcileContext, obs: SourceObservation, deps: SourceReconcilerDeps): Promise<void> {
+  const status = deriveSourceStatus(obs);
+  const before = getCondition(src.status?.conditions, CONDITION_READY);
+  const after = getCondition(status.conditions, CONDITION_READY)!;
+  const wrote = await patchStatus(ctx.client, GVRs.VMImportSource, src as unknown as KubeObject, status);
+  deps.sourceReady?.set({ namespace: src.metadata.namespace ?? '', source: src.metadata.name ?? '' }, after.status === 'True' ? 1 : 0);
+  if (wrote && (before?.reason !== after.reason || before?.status !== after.status)) {
+    ctx.events.event(src as unknown as KubeObject, after.status === 'True' ? 'Normal' : 'Warning', after.reason, after.message);
+    ctx.log.info({ ready: after.status, reason: after.reason }, 'source readiness changed');
+  }
+}
+
+async function finalize(src: VMImportSource, ctx: ReconcileContext): Promise<Result> {
+  if (!src.metadata.finalizers?.includes(FINALIZER)) return {};
+  const ns = src.metadata.namespace!;
+  const name = src.metadata.name!;
+  const uid = src.metadata.uid!;
+  const mine = (o: KubeObject | undefined): boolean => o?.metadata?.labels?.[LABEL_SOURCE_UID] === uid || !!o?.metadata?.ownerReferences?.some((r) => r.uid === uid);
+  const sel = `${LABEL_SOURCE_UID}=${uid}`;
+  for (const gvr of [GVRs.Host, GVRs.Provider]) {
+    if (!ctx.installed(gvr)) continue;
+    try {
+      const objs = await ctx.client.list(gvr, ns, { labelSelector: sel });
+      for (const o of objs.items) await ctx.client.delete(gvr, ns, o.metadata!.name!, { uid: o.metadata?.uid });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+  for (const gvr of [GVRs.Secret, GVRs.ConfigMap]) {
+    const objs = await ctx.client.list(gvr, ns, { labelSelector: sel });
+    for (const o of objs.items) await ctx.client.delete(gvr, ns, o.metadata!.name!, { uid: o.metadata?.uid });
+  }
+  // The credentials Secret and inventory ConfigMap by name too, when ours (a label may have been edited away).
+  for (const [gvr, n] of [[GVRs.Secret, credentialsSecretName(name)], [GVRs.ConfigMap, inventoryConfigMapName(name)]] as const) {
+    const o = await ctx.client.get(gvr, ns, n);
+    if (mine(o)) await ctx.client.delete(gvr, ns, n, { uid: o!.metadata?.uid });
+  }
+  ctx.events.event(src as unknown as KubeObject, 'Normal', SourceReason.Deleting, 'Removed the Forklift Providers, Hosts, Secrets and inventory ConfigMap of this source.');
+  await ctx.client.patch(GVRs.VMImportSource, ns, name, {
+    metadata: { finalizers: (src.metadata.finalizers ?? []).filter((f) => f !== FINALIZER), resourceVersion: src.metadata.resourceVersion },
+  });
+  return {};
+}

@@ -1,0 +1,70 @@
+// The VMImportSource status as a pure function of what the reconciler observed.
+import { CONDITION_READY, SourceReason } from '../../api/conditions.ts';
+import type { SourceHostStatus, VMImportSource, VMImportSourceStatus } from '../../api/types.ts';
+import { hostVerdict, providerVerdict, type Verdict } from '../../forklift/conditions.ts';
+import type { KubeObject } from '../../runtime/kube.ts';
+import { setCondition } from '../../runtime/status.ts';
+
+export interface SourceObservation {
+  source: VMImportSource;
+  now: Date;
+  /**
+   * A verdict reached before Forklift was consulted (VDDKNotConfigured, ForkliftNotInstalled,
+   * CredentialsMissing for a foreign Secret, AuthenticationFailed from Forklift's Secret webhook).
+   */
+  gate?: { reason: SourceReason; message: string };
+  /** The source Provider as last observed (undefined: not created yet). */
+  provider?: KubeObject;
+  /** Forklift Host objects by spec.hosts[].id. */
+  hosts?: Record<string, KubeObject | undefined>;
+  /** VMs published in the inventory ConfigMap. */
+  vmCount?: number;
+}
+
+export function deriveVerdict(o: SourceObservation): Verdict & { hosts: SourceHostStatus[] } {
+  const specHosts = o.source.spec.hosts ?? [];
+  if (o.gate) {
+    return { ready: false, reason: o.gate.reason, message: o.gate.message, hosts: specHosts.map((h) => ({ id: h.id, address: h.address, ready: false })) };
+  }
+  const hosts: SourceHostStatus[] = specHosts.map((h) => {
+    const v = hostVerdict(o.hosts?.[h.id]);
+    return { id: h.id, address: h.address, ready: v.ready, ...(v.reason ? { reason: v.reason } : {}), message: v.message };
+  });
+  const pv = providerVerdict(o.provider, { username: o.source.spec.credentials?.username ?? '', caCert: o.source.spec.credentials?.caCert });
+  if (!pv.ready) return { ...pv, hosts };
+  const bad = hosts.filter((h) => h.reason === SourceReason.HostUnreachable);
+  if (bad.length) {
+    return {
+      ready: false,
+      reason: SourceReason.HostUnreachable,
+      message: `vCenter is connected, but Forklift cannot use ${bad.length === 1 ? 'the host override' : 'these host overrides'}: ${bad.map((h) => `${h.id} (${h.address}): ${h.message}`).join('; ')}`,
+      hosts,
+    };
+  }
+  const pending = hosts.filter((h) => !h.ready);
+  if (pending.length) {
+    return { ready: false, reason: SourceReason.Connecting, message: `vCenter is connected; waiting for Forklift to test ${pending.map((h) => `${h.id} (${h.address})`).join(', ')}.`, hosts };
+  }
+  return { ...pv, hosts };
+}
+
+/** The full status to write. Pure: lastTransitionTime only moves when Ready flips. */
+export function deriveSourceStatus(o: SourceObservation): VMImportSourceStatus {
+  const v = deriveVerdict(o);
+  const gen = o.source.metadata.generation;
+  const prev = o.source.status;
+  const conditions = setCondition(prev?.conditions, { type: CONDITION_READY, status: v.ready ? 'True' : 'False', reason: v.reason, message: v.message }, o.now, gen);
+  const status: VMImportSourceStatus = { observedGeneration: gen, conditions };
+  if (o.provider && !o.gate) {
+    const st = (o.provider.status ?? {}) as { phase?: string; fingerprint?: string };
+    status.provider = {
+      name: o.provider.metadata?.name,
+      uid: o.provider.metadata?.uid,
+      ...(st.phase ? { phase: st.phase } : {}),
+      ...(st.fingerprint ? { fingerprint: st.fingerprint } : {}),
+    };
+  }
+  if (v.hosts.length) status.hosts = v.hosts;
+  if (v.ready && o.vmCount !== undefined) status.vmCount = o.vmCount;
+  return status;
+}

@@ -1,0 +1,587 @@
+// VMImportTask reconciler: preflight before anything exists, then one NetworkMap + StorageMap per task
+// and one Plan + Migration per VM, progress read from Forklift's objects, failures translated, the
+// handoff driven once a VM is transferred. A terminal task is a record: nothing more happens to it.
+import { Registry } from 'prom-client';
+import type { ControllerConfig } from '../../config.ts';
+import { TaskReason } from '../../api/conditions.ts';
+import { FINALIZER, LABEL_MANAGED_BY, LABEL_TASK, LABEL_TASK_UID, LABEL_VM_ID, MANAGED_BY_VALUE, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
+import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
+import { engineSucceededWithoutOutput, SUCCESS_WITHOUT_OUTPUT_MESSAGE, translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
+import { defaultInventoryClient } from '../source/reconciler.ts';
+import { renderNetworkMap, renderStorageMap, type InventoryNetworkLike, type InventoryVMLike, type ProviderRefs } from '../../forklift/maps.ts';
+import { readVMMigration, renderMigration, sourcePoweredOff, transferDone, currentStep, type VMMigration } from '../../forklift/migration.ts';
+import { networkMapName, planName, storageMapName, migrationName } from '../../forklift/names.ts';
+import { readPlanVerdict, renderPlan, conditionsOf, describeCondition } from '../../forklift/plan.ts';
+import { advanceProgress, isStalled, stallMessage, type ClaimEventLike, type ProgressSample } from '../../forklift/progress.ts';
+import { destinationProviderName, sourceProviderName } from '../../forklift/provider.ts';
+import { checkStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
+import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
+import { GVRs, type GVR } from '../../runtime/gvr.ts';
+import { isAlreadyExists, isNotFound, type KubeObject } from '../../runtime/kube.ts';
+import { keyString, type ObjectKey, type ReconcileContext, type Reconciler, type Result } from '../../runtime/reconciler.ts';
+import { patchStatus } from '../../runtime/status.ts';
+import { advertisedAddress, failVM, hostDescription, runPreflight, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
+import { TaskMetrics } from './metrics.ts';
+import { deriveTaskStatus, isTerminalPhase } from './status.ts';
+import { reconcileHandoff } from '../handoff/index.ts';
+
+export interface TaskReconcilerOptions {
+  /** Inventory client (tests inject one; default: Forklift's inventory service from the config). */
+  inventory?: TaskInventory;
+  /** Service-CIDR source (default: ServiceCIDRResolver with the configured override). */
+  cidr?: CIDRSource;
+  /** No progress for this long → Stalled with diagnosis. */
+  stallAfterMs?: number;
+  /** Safety-net requeue while a transfer runs; watches on Plans/Migrations are the main signal. */
+  resyncMs?: number;
+  /** Project metrics registry (domain metrics are registered on it). */
+  registry?: Registry;
+}
+
+/**
+ * A transfer that moved nothing for 10 minutes is almost always VDDK failing to reach the ESXi host
+ * (forklift-contract.md): long enough not to flag a slow start, short enough to beat the late NBD error.
+ */
+export const DEFAULT_STALL_AFTER_MS = 10 * 60_000;
+/** Safety-net resync while anything runs; progress arrives by watch events long before this. */
+export const DEFAULT_RESYNC_MS = 30_000;
+/** Waiting on the source or on Forklift to appear: the watches on sources/CRDs wake us; this is a backstop. */
+const WAITING_RESYNC_MS = 60_000;
+/** While deleting: poll for the Forklift objects to be gone (Forklift may hold finalizers on them). */
+const DELETE_POLL_MS = 2_000;
+
+/**
+ * Plan blockers that mean "not yet" rather than "never": the maps and providers are created moments
+ * before the Plan and validate asynchronously. Anything else Critical/Error fails the VM.
+ */
+const TRANSIENT_BLOCKERS = new Set(['NetworkMapNotReady', 'StorageMapNotReady', 'SourceProviderNotReady', 'DestinationProviderNotReady', 'ProviderNotReady', 'ValidatingVDDK']);
+
+const VM_ID_LABEL = 'vmID';
+const MIGRATION_LABEL = 'migration';
+const PLAN_LABEL = 'plan';
+
+function iso(d: Date): string {
+  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** Forklift's timestamp (any precision) in our RFC 3339 seconds form; `fallback` when absent or unparsable. */
+function stampOf(x: string | undefined, fallback: Date): string {
+  const t = x ? Date.parse(x) : NaN;
+  return iso(Number.isFinite(t) ? new Date(t) : fallback);
+}
+
+/** The later of an observed time and a recorded earlier milestone: timestamps never run backwards. */
+function notBefore(now: Date, earlier: string | undefined): string {
+  const e = earlier ? Date.parse(earlier) : NaN;
+  return iso(Number.isFinite(e) && e > now.getTime() ? new Date(e) : now);
+}
+
+function taskKey(t: VMImportTask): ObjectKey {
+  return { namespace: t.metadata.namespace ?? '', name: t.metadata.name ?? '' };
+}
+
+function labelSel(l: Record<string, string>): string {
+  return Object.entries(l)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+}
+
+export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions = {}): Reconciler {
+  let inventory: TaskInventory | undefined = o.inventory;
+  let cidr: CIDRSource | undefined = o.cidr;
+  const stallAfterMs = o.stallAfterMs ?? (Number(process.env.MC_TASK_STALL_AFTER_SECONDS) * 1000 || DEFAULT_STALL_AFTER_MS);
+  const resyncMs = o.resyncMs ?? DEFAULT_RESYNC_MS;
+  const metrics = new TaskMetrics(o.registry ?? new Registry());
+  /** Progress samples per task UID / VM id (rate and stall need the previous observation). */
+  const samples = new Map<string, ProgressSample>();
+  /** Forklift's Plan UID → task key: transfer claims, DataVolumes and VMs carry only Forklift's labels. */
+  const planOwners = new Map<string, ObjectKey>();
+  /** source key → task keys referencing it: a source turning Ready wakes its tasks. */
+  const sourceTasks = new Map<string, Set<string>>();
+  /** Inventory facts kept for diagnosis (host of each VM), per task UID / VM id. */
+  const vmHosts = new Map<string, string>();
+
+  const byTaskLabel = (obj: KubeObject): ObjectKey[] => {
+    const l = obj.metadata?.labels ?? {};
+    return l[LABEL_TASK] ? [{ namespace: obj.metadata?.namespace ?? '', name: l[LABEL_TASK] }] : [];
+  };
+  const byPlanLabel = (obj: KubeObject): ObjectKey[] => {
+    const uid = obj.metadata?.labels?.[PLAN_LABEL];
+    const k = uid ? planOwners.get(uid) : undefined;
+    return k ? [k] : [];
+  };
+  const bySource = (obj: KubeObject): ObjectKey[] => {
+    const set = sourceTasks.get(keyString({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' }));
+    return set ? [...set].map((k) => ({ namespace: obj.metadata?.namespace ?? '', name: k })) : [];
+  };
+
+  const ourSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
+
+  const reconciler: Reconciler = {
+    name: 'vmimporttask',
+    primary: GVRs.VMImportTask,
+    watches: [
+      { gvr: GVRs.VMImportSource, map: bySource },
+      { gvr: GVRs.Plan, map: byTaskLabel, labelSelector: ourSelector },
+      { gvr: GVRs.Migration, map: byTaskLabel, labelSelector: ourSelector },
+      { gvr: GVRs.PersistentVolumeClaim, map: byPlanLabel, labelSelector: PLAN_LABEL },
+      { gvr: GVRs.DataVolume, map: byPlanLabel, labelSelector: PLAN_LABEL },
+      { gvr: GVRs.VirtualMachine, map: byPlanLabel, labelSelector: PLAN_LABEL },
+    ],
+    async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
+      inventory ??= defaultInventoryClient(cfg, ctx.client);
+      cidr ??= new ServiceCIDRResolver(ctx.client, { override: cfg.serviceCIDR });
+      const task = await ctx.client.get<VMImportTask & KubeObject>(GVRs.VMImportTask, key.namespace, key.name);
+      if (!task) {
+        metrics.setStalled(key, []);
+        return {};
+      }
+      const srcKey = keyString({ namespace: key.namespace, name: task.spec.sourceRef.name });
+      let set = sourceTasks.get(srcKey);
+      if (!set) sourceTasks.set(srcKey, (set = new Set()));
+      set.add(key.name);
+
+      if (task.metadata.deletionTimestamp) return await finalize(ctx, task);
+      // A terminal task is a record: no further actions, no requeues.
+      if (isTerminalPhase(task.status?.phase) && task.status?.completedAt) {
+        metrics.setStalled(key, []);
+        forget(task.metadata.uid ?? '');
+        return {};
+      }
+      if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {
+        await ctx.client.patch(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } });
+        return { requeueAfterMs: 0 };
+      }
+      return await drive(ctx, task);
+    },
+  };
+
+  /** Drops the in-memory progress samples and diagnosis facts of a task that needs no more of them. */
+  function forget(taskUID: string): void {
+    for (const k of samples.keys()) if (k.startsWith(`${taskUID}/`)) samples.delete(k);
+    for (const k of vmHosts.keys()) if (k.startsWith(`${taskUID}/`)) vmHosts.delete(k);
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  async function writeStatus(ctx: ReconcileContext, task: VMImportTask & KubeObject, vms: VMStatus[], extra: { waiting?: { reason: string; message: string }; storageClass?: string }): Promise<VMImportTaskStatus> {
+    const now = ctx.now();
+    const prevVMs = task.status?.vms ?? [];
+    const next = deriveTaskStatus({ prev: task.status, vms, generation: task.metadata.generation, now, waiting: extra.waiting, storageClass: extra.storageClass });
+    await patchStatus(ctx.client, GVRs.VMImportTask, task, next);
+    // Events and metrics on VM transitions (after the write succeeded, so a retry repeats neither).
+    for (const v of next.vms ?? []) {
+      const before = prevVMs.find((p) => p.id === v.id);
+      if (before?.phase === v.phase) continue;
+      if (v.phase === 'Succeeded') {
+        ctx.events.event(task, 'Normal', 'Imported', `VM ${v.id} imported as VMInstance ${v.vmInstance ?? v.name}${v.downtimeSeconds !== undefined ? ` (downtime ${v.downtimeSeconds} s)` : ''}`);
+        metrics.imports.inc({ namespace: task.metadata.namespace ?? '', outcome: 'succeeded', reason: TaskReason.Succeeded });
+        observe('creating', v.timestamps?.transferred, v.timestamps?.completed);
+        if (v.downtimeSeconds !== undefined) metrics.phaseDuration.observe({ phase: 'downtime' }, v.downtimeSeconds);
+      } else if (v.phase === 'Failed') {
+        ctx.events.event(task, 'Warning', 'ImportFailed', `VM ${v.id} (${v.name}): ${v.reason}: ${v.message ?? ''}`);
+        metrics.imports.inc({ namespace: task.metadata.namespace ?? '', outcome: 'failed', reason: v.reason ?? TaskReason.Failed });
+      }
+      if (v.timestamps?.started && !before?.timestamps?.started) observe('validating', task.metadata.creationTimestamp, v.timestamps.started);
+      if (v.timestamps?.transferred && !before?.timestamps?.transferred) {
+        observe('transferring', v.timestamps.started, v.timestamps.transferred);
+        if (v.bytesTotal) metrics.bytesTransferred.inc(v.bytesTotal);
+      }
+    }
+    return next;
+  }
+
+  function observe(phase: string, from: string | undefined, to: string | undefined): void {
+    if (!from || !to) return;
+    const s = (Date.parse(to) - Date.parse(from)) / 1000;
+    if (Number.isFinite(s) && s >= 0) metrics.phaseDuration.observe({ phase }, s);
+  }
+
+  function initialVMs(task: VMImportTask): VMStatus[] {
+    const prev = task.status?.vms ?? [];
+    // Until preflight resolves the default name, the VM's id stands in for it (the schema requires a
+    // non-null name, and the API server refused an empty one as null).
+    return task.spec.vms.map((s) => prev.find((p) => p.id === s.id) ?? { id: s.id, name: s.name ?? s.id, phase: 'Pending' as const });
+  }
+
+  async function drive(ctx: ReconcileContext, task: VMImportTask & KubeObject): Promise<Result> {
+    const ns = task.metadata.namespace ?? '';
+    let vms = initialVMs(task);
+    const needsPreflight = vms.some((v) => v.phase !== 'Failed' && !v.plan);
+
+    // 1. the source exists and is Ready
+    const source = await ctx.client.get<VMImportSource & KubeObject>(GVRs.VMImportSource, ns, task.spec.sourceRef.name);
+    if (needsPreflight) {
+      if (!source) {
+        await writeStatus(ctx, task, vms, { waiting: { reason: TaskReason.SourceNotFound, message: `VMImportSource "${task.spec.sourceRef.name}" does not exist in namespace ${ns}; create it (the task proceeds by itself once it is Ready)` } });
+        return { requeueAfterMs: WAITING_RESYNC_MS };
+      }
+      const ready = (source.status?.conditions ?? []).find((c) => c.type === 'Ready');
+      if (ready?.status !== 'True' || !source.status?.provider?.uid) {
+        const why = ready ? `${ready.reason}${ready.message ? `: ${ready.message}` : ''}` : 'it has not reported Ready yet';
+        await writeStatus(ctx, task, vms, { waiting: { reason: TaskReason.SourceNotReady, message: `VMImportSource "${source.metadata.name}" is not Ready (${why}); the task proceeds by itself once it is` } });
+        return { requeueAfterMs: WAITING_RESYNC_MS };
+      }
+      if (!ctx.installed(GVRs.Plan)) {
+        await writeStatus(ctx, task, vms, { waiting: { reason: TaskReason.ForkliftNotInstalled, message: 'Forklift (forklift.konveyor.io) is not installed; the task proceeds by itself once it is' } });
+        return { requeueAfterMs: WAITING_RESYNC_MS };
+      }
+    }
+
+    // 2. storage class, resolved once and frozen in status
+    let storageClass = task.status?.storageClass;
+    if (needsPreflight) {
+      const classes = (await ctx.client.list<KubeObject & StorageClassLike>(GVRs.StorageClass)).items as unknown as StorageClassLike[];
+      const sc = checkStorageClass(storageClass ?? task.spec.storageClass, classes);
+      if (!sc.ok) {
+        vms = vms.map((v) => (v.phase === 'Failed' || v.plan ? v : failVM(v, sc.reason, sc.message)));
+        await writeStatus(ctx, task, vms, {});
+        return {};
+      }
+      storageClass = sc.className;
+    }
+    if (!storageClass) throw new Error('storage class not resolved');
+
+    // 3. per-VM preflight
+    let inv: Map<string, InventoryVMLike> | undefined;
+    let networks: InventoryNetworkLike[] | undefined;
+    if (needsPreflight && source) {
+      const pre = await runPreflight({ ctx, task, source, providerUID: source.status!.provider!.uid!, storageClass, inventory: inventory!, cidr: cidr!, vms: vms.map((v) => (v.phase === 'Pending' ? { ...v, phase: 'Validating' as const, reason: TaskReason.Validating } : v)) });
+      inv = pre.inventory;
+      networks = pre.networks;
+      for (const [id, i] of pre.inventory) {
+        const h = typeof i.host === 'string' ? i.host : i.host?.id;
+        if (h) vmHosts.set(`${task.metadata.uid}/${id}`, h);
+      }
+      vms = pre.vms.map((v) => (v.phase === 'Failed' || v.plan ? v : { ...v, plan: planName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id), reason: TaskReason.Validating, message: 'preflight passed; creating the migration plan' }));
+      // Record the verdict (and the frozen class) before any Forklift object exists.
+      task.status = await writeStatus(ctx, task, vms, { storageClass });
+      if (vms.every((v) => v.phase === 'Failed')) return {};
+    }
+    if (!source) {
+      // The source went away after preflight: Forklift keeps running on its own objects.
+      ctx.log.info('source gone after preflight; continuing on the existing Forklift objects');
+    }
+
+    // 4. maps (created once; never edited while a migration runs)
+    const providers: ProviderRefs = {
+      source: { name: sourceProviderName(task.spec.sourceRef.name), namespace: ns },
+      destination: { name: destinationProviderName(task.spec.sourceRef.name), namespace: ns },
+    };
+    const live = vms.filter((v) => v.phase !== 'Failed' && v.plan);
+    const nmName = networkMapName(task.metadata.name ?? '', task.metadata.uid ?? '');
+    const smName = storageMapName(task.metadata.name ?? '', task.metadata.uid ?? '');
+    const anyUnstarted = live.some((v) => !v.timestamps?.started);
+    if (anyUnstarted) {
+      const nm = await getCached(ctx, GVRs.NetworkMap, ns, nmName);
+      const sm = await getCached(ctx, GVRs.StorageMap, ns, smName);
+      if (!nm || !sm) {
+        if (!inv || !networks) {
+          const uid = source?.status?.provider?.uid;
+          if (!uid) throw new Error('source provider UID unknown; cannot build maps');
+          inv = new Map();
+          for (const v of live) inv.set(v.id, await inventory!.getVM(uid, v.id));
+          networks = await inventory!.listNetworks(uid);
+        }
+        const liveInv = live.map((v) => inv!.get(v.id)).filter((x): x is InventoryVMLike => !!x);
+        if (!nm) await createIfAbsent(ctx, GVRs.NetworkMap, renderNetworkMap({ task, vms: liveInv, networks, providers }));
+        if (!sm) await createIfAbsent(ctx, GVRs.StorageMap, renderStorageMap({ task, vms: liveInv, providers, storageClass }));
+      }
+    }
+
+    // 5. per VM: Plan → Migration → progress → handoff
+    const now = ctx.now();
+    const next: VMStatus[] = [];
+    const stalled: string[] = [];
+    const requeueHint = { ms: Math.min(resyncMs, stallAfterMs) };
+    for (const v of vms) {
+      if (isTerminalPhase(v.phase) || !v.plan) {
+        next.push(v);
+        continue;
+      }
+      const r = await driveVM(ctx, task, source, v, providers, { network: { name: nmName, namespace: ns }, storage: { name: smName, namespace: ns } }, now, requeueHint);
+      if (r.reason === TaskReason.Stalled) stalled.push(r.id);
+      next.push(r);
+    }
+    metrics.setStalled(taskKey(task), stalled);
+    const st = await writeStatus(ctx, task, next, { storageClass });
+    if (isTerminalPhase(st.phase)) return {};
+    return { requeueAfterMs: requeueHint.ms };
+  }
+
+  async function getCached(ctx: ReconcileContext, gvr: GVR, ns: string, name: string): Promise<KubeObject | undefined> {
+    const c = ctx.cache(gvr);
+    const hit = c?.get(ns, name);
+    if (hit) return hit;
+    // A kind that is not installed answers 404, read as "no such object".
+    return await ctx.client.get(gvr, ns, name);
+  }
+
+  async function createIfAbsent(ctx: ReconcileContext, gvr: GVR, obj: KubeObject): Promise<KubeObject> {
+    try {
+      return await ctx.client.create(gvr, obj);
+    } catch (e) {
+      if (isAlreadyExists(e)) {
+        const got = await ctx.client.get(gvr, obj.metadata?.namespace, obj.metadata?.name ?? '');
+        if (got) return got;
+      }
+      throw e;
+    }
+  }
+
+  async function listOptional(ctx: ReconcileContext, gvr: GVR, ns: string, labels: Record<string, string>): Promise<KubeObject[]> {
+    try {
+      return (await ctx.client.list(gvr, ns, { labelSelector: labelSel(labels) })).items;
+    } catch (e) {
+      // An optional kind that is not installed: nothing of it exists.
+      if (gvr.optional && isNotFound(e)) return [];
+      throw e;
+    }
+  }
+
+  async function failureContext(ctx: ReconcileContext, task: VMImportTask, source: VMImportSource | undefined, vmId: string): Promise<FailureContext & { hostId?: string }> {
+    let hostId = vmHosts.get(`${task.metadata.uid}/${vmId}`);
+    const providerUID = source?.status?.provider?.uid;
+    if (!hostId && providerUID) {
+      // Not remembered (the controller restarted since preflight): ask the inventory again.
+      try {
+        const vm = await inventory!.getVM(providerUID, vmId);
+        hostId = typeof vm.host === 'string' ? vm.host : vm.host?.id;
+        if (hostId) vmHosts.set(`${task.metadata.uid}/${vmId}`, hostId);
+      } catch (e) {
+        ctx.log.debug({ err: (e as Error).message }, 'inventory VM unavailable for diagnosis');
+      }
+    }
+    const out: FailureContext & { hostId?: string } = { sourceName: task.spec.sourceRef.name, hostId };
+    if (!source || !hostId) return out;
+    let hosts: InventoryHostLike[] = [];
+    try {
+      hosts = source.status?.provider?.uid ? await inventory!.listHosts(source.status.provider.uid) : [];
+    } catch (e) {
+      ctx.log.debug({ err: (e as Error).message }, 'inventory hosts unavailable for diagnosis');
+    }
+    out.hostDescription = hostDescription(source, hostId, hosts);
+    const overridden = (source.spec.hosts ?? []).map((h) => h.id);
+    const addr = advertisedAddress(hosts.find((h) => h.id === hostId));
+    if (addr && !overridden.includes(hostId)) {
+      const r = await cidr!.resolve(task.metadata.namespace ?? '').catch(() => undefined);
+      const c = r ? hostAddressCollision(hostId, addr, r.cidrs, overridden) : undefined;
+      out.hostDiagnosis = c
+        ? collisionMessage(c)
+        : `vCenter advertises ESXi host ${hostId} at ${addr}; if the cluster cannot reach that address on TCP 443/902, add spec.hosts[] to VMImportSource "${source.metadata.name}" with one it can reach`;
+    } else if (overridden.includes(hostId)) {
+      out.hostDiagnosis = `disk traffic for ESXi host ${hostId} goes to the spec.hosts override; check that the cluster reaches it on TCP 443/902`;
+    }
+    return out;
+  }
+
+  async function driveVM(
+    ctx: ReconcileContext,
+    task: VMImportTask & KubeObject,
+    source: (VMImportSource & KubeObject) | undefined,
+    v0: VMStatus,
+    providers: ProviderRefs,
+    maps: { network: { name: string; namespace: string }; storage: { name: string; namespace: string } },
+    now: Date,
+    requeueHint: { ms: number },
+  ): Promise<VMStatus> {
+    const ns = task.metadata.namespace ?? '';
+    let v: VMStatus = { ...v0, timestamps: { ...(v0.timestamps ?? {}) } };
+    const ts = v.timestamps!;
+    const pName = v.plan!;
+    let plan = await getCached(ctx, GVRs.Plan, ns, pName);
+    if (!plan) {
+      if (ts.started) return failVM(v, TaskReason.Failed, `Forklift Plan ${pName} disappeared while the VM was migrating; create a new task`);
+      plan = await createIfAbsent(ctx, GVRs.Plan, renderPlan({ task, vmId: v.id, providers, networkMap: maps.network, storageMap: maps.storage }));
+    }
+    if (plan.metadata?.uid) planOwners.set(plan.metadata.uid, taskKey(task));
+    const mName = migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id);
+    let mig = await getCached(ctx, GVRs.Migration, ns, mName);
+    if (!mig) {
+      if (ts.started) return failVM(v, TaskReason.Canceled, `Forklift Migration ${mName} was deleted while the VM was migrating (the run is canceled); create a new task`);
+      const verdict = readPlanVerdict(plan);
+      const hard = verdict.blockers.filter((b) => !TRANSIENT_BLOCKERS.has(b.type));
+      if (hard.length) {
+        const t = translatePlanBlockers(hard, await failureContext(ctx, task, source, v.id));
+        return failVM(v, t.reason, t.message);
+      }
+      if (!verdict.ready) {
+        const waiting = conditionsOf(plan).filter((c) => TRANSIENT_BLOCKERS.has(c.type)).map(describeCondition);
+        return { ...v, phase: 'Validating', reason: TaskReason.Validating, message: `Forklift is validating the plan${waiting.length ? `: ${waiting.join('; ')}` : ''}` };
+      }
+      mig = await createIfAbsent(ctx, GVRs.Migration, renderMigration(task, v.id, plan));
+      ts.started = iso(now);
+      return { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: 'migration started' };
+    }
+    ts.started ??= stampOf(mig.metadata?.creationTimestamp, now);
+    const run: VMMigration | undefined = readVMMigration(mig, v.id) ?? readVMMigration(plan, v.id);
+    if (!run) {
+      const mc = conditionsOf(mig).filter((c) => c.category === 'Critical' || c.category === 'Error');
+      const hard = mc.filter((c) => c.type !== 'PlanNotReady');
+      if (hard.length) {
+        const t = translatePlanBlockers(hard, await failureContext(ctx, task, source, v.id));
+        return failVM(v, t.reason, t.message);
+      }
+      return { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: 'waiting for Forklift to start the migration' };
+    }
+    if (sourcePoweredOff(run) && !ts.sourcePoweredOff) ts.sourcePoweredOff = stampOf(run.pipeline.find((s) => s.name === 'DiskTransfer')?.started, now);
+
+    // progress
+    const sKey = `${task.metadata.uid}/${v.id}`;
+    if (run.transfer && run.transfer.totalBytes > 0) {
+      const pv = advanceProgress(samples.get(sKey), { bytesDone: run.transfer.doneBytes, bytesTotal: run.transfer.totalBytes }, now.getTime());
+      samples.set(sKey, pv.sample);
+      v = { ...v, bytesTotal: run.transfer.totalBytes, bytesDone: run.transfer.doneBytes, progress: pv.percent, bytesPerSecond: pv.bytesPerSecond, etaSeconds: pv.etaSeconds };
+      if (run.failed || run.canceled) {
+        // fall through to the verdict below
+      } else if (!transferDone(run)) {
+        if (pv.converting) {
+          return { ...v, phase: 'Transferring', reason: TaskReason.Converting, message: `converting: the data is downloaded and CDI is writing it to the target volume (qemu-img convert; about 30 min per 230 GiB); progress stays at ${pv.percent}% meanwhile` };
+        }
+        if (isStalled({ idleMs: pv.idleMs, stallAfterMs, converting: false })) return await stalledVM(ctx, task, source, v, mig, pName, pv.idleMs, pv.percent);
+        const step = currentStep(run);
+        return { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: `${step ?? run.phase ?? 'starting'}${run.phase ? ` (${run.phase})` : ''}` };
+      }
+    } else if (!run.failed && !run.canceled && !run.succeeded) {
+      // Before the DiskTransfer step reports sizes: a stall here is measured from the start.
+      const pv = advanceProgress(samples.get(sKey), { bytesDone: 0, bytesTotal: 0 }, now.getTime());
+      if (!samples.has(sKey)) samples.set(sKey, { ...pv.sample, lastChangeAt: Date.parse(ts.started) || now.getTime() });
+      const idle = now.getTime() - (samples.get(sKey)!.lastChangeAt);
+      if (isStalled({ idleMs: idle, stallAfterMs, converting: false })) return await stalledVM(ctx, task, source, v, mig, pName, idle, 0);
+      return { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? 'queued behind Forklift\'s in-flight limit' : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` };
+    }
+
+    if (run.canceled) return failVM(v, TaskReason.Canceled, `Forklift canceled the migration${run.errors.length ? `: ${run.errors.join('; ')}` : ''}; create a new task`);
+    if (run.failed) {
+      const fc = await failureContext(ctx, task, source, v.id);
+      let text = run.errors.join('; ');
+      if (!text) text = conditionsOf(mig).filter((c) => c.type === 'Failed').map(describeCondition).join('; ') || 'The VM migration has FAILED.';
+      const t = translateFailure(text, fc);
+      return failVM(v, t.reason, t.message);
+    }
+    // transferred
+    if (!ts.transferred) ts.transferred = stampOf(run.transfer?.completed, now);
+    samples.delete(sKey);
+    v = { ...v, progress: 100, bytesDone: v.bytesTotal ?? v.bytesDone, bytesPerSecond: undefined, etaSeconds: 0 };
+    if (!run.succeeded) return { ...v, phase: 'Creating', reason: TaskReason.Creating, message: `transfer complete; Forklift is creating the VM (${run.phase ?? ''})` };
+
+    // Forklift says Succeeded: outputs must exist (the retry trap), unless the handoff already consumed them.
+    const migUID = mig.metadata?.uid ?? '';
+    const sel = { [MIGRATION_LABEL]: migUID, [VM_ID_LABEL]: v.id };
+    const forkliftVMs = await listOptional(ctx, GVRs.VirtualMachine, ns, sel);
+    const claims = (await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, sel)).filter((c) => !c.metadata?.name?.startsWith(VMDISK_RELEASE_PREFIX));
+    // The handoff marks the PVs it has started on: a crash between its steps and our status write
+    // must not read as "nothing produced".
+    const handoffStarted =
+      (v.disks ?? []).some((d) => d.handoff) ||
+      !!v.vmInstance ||
+      (await ctx.client.list(GVRs.PersistentVolume, undefined, { labelSelector: labelSel({ [LABEL_TASK_UID]: task.metadata.uid ?? '', [LABEL_VM_ID]: v.id }), limit: 1 })).items.length > 0;
+    if (!handoffStarted && engineSucceededWithoutOutput({ engineSucceeded: true, forkliftVM: forkliftVMs[0], transferClaims: claims, expectedDisks: v.disks?.length ?? 0 })) {
+      return failVM(v, TaskReason.EngineReportedSuccessWithoutOutput, SUCCESS_WITHOUT_OUTPUT_MESSAGE);
+    }
+    const h = await reconcileHandoff(ctx, { task, spec: task.spec.vms.find((s) => s.id === v.id)!, vmName: v.name, status: v, className: task.status?.storageClass ?? '', forkliftVM: forkliftVMs[0], transferClaims: claims });
+    if (h.requeueAfterMs !== undefined) requeueHint.ms = Math.min(requeueHint.ms, h.requeueAfterMs);
+    v = { ...v, disks: h.disks, vmInstance: h.vmInstance ?? v.vmInstance };
+    if (h.state === 'failed') return failVM(v, h.reason ?? TaskReason.OutputRejected, h.message ?? 'the handoff failed');
+    if (h.state === 'done') {
+      ts.completed = notBefore(now, ts.transferred);
+      return { ...v, phase: 'Succeeded', reason: TaskReason.Succeeded, message: `imported as VMInstance ${v.vmInstance ?? v.name}` };
+    }
+    return { ...v, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' };
+  }
+
+  /**
+   * A stalled transfer: the claims' events and the host diagnosis go into the message. A DataVolume that
+   * waits for a VDDK image (`AwaitingVDDK`) waits forever: that VM is canceled and fails at once.
+   */
+  async function stalledVM(ctx: ReconcileContext, task: VMImportTask, source: VMImportSource | undefined, v: VMStatus, mig: KubeObject, plan: string, idleMs: number, percent: number): Promise<VMStatus> {
+    const ns = task.metadata.namespace ?? '';
+    const dvs = await listOptional(ctx, GVRs.DataVolume, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '', [VM_ID_LABEL]: v.id });
+    const awaiting = dvs
+      .flatMap((d) => ((d.status as { conditions?: Array<{ reason?: string; message?: string }> } | undefined)?.conditions ?? []).filter((c) => c.reason === 'AwaitingVDDK'))
+      .map((c) => `AwaitingVDDK: ${c.message ?? ''}`.trim());
+    if (awaiting.length) {
+      await cancelVM(ctx, mig, v.id);
+      const t = translateFailure(`DataVolume ${[...new Set(awaiting)].join('; ')}`, { sourceName: task.spec.sourceRef.name });
+      return failVM(v, t.reason, t.message);
+    }
+    const fc = await failureContext(ctx, task, source, v.id);
+    const events = await claimEvents(ctx, ns, plan, mig);
+    return { ...v, phase: 'Transferring', reason: TaskReason.Stalled, message: stallMessage({ idleMs, percent, events, hostDiagnosis: fc.hostDiagnosis }) };
+  }
+
+  /** Asks Forklift to cancel one VM of a running Migration (spec.cancel), leaving its siblings alone. */
+  async function cancelVM(ctx: ReconcileContext, mig: KubeObject, vmId: string): Promise<void> {
+    const cur = ((mig.spec as { cancel?: Array<{ id?: string }> } | undefined)?.cancel ?? []).filter((x) => x.id !== vmId);
+    await ctx.client.patch(GVRs.Migration, mig.metadata?.namespace, mig.metadata?.name ?? '', { spec: { cancel: [...cur, { id: vmId }] } });
+  }
+
+  async function claimEvents(ctx: ReconcileContext, ns: string, plan: string, mig: KubeObject): Promise<ClaimEventLike[]> {
+    try {
+      const claims = await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '' });
+      const names = new Set(claims.map((c) => c.metadata?.name));
+      const evs = (await ctx.client.list<KubeObject & ClaimEventLike>(GVRs.Event, ns)).items;
+      return evs.filter((e) => {
+        const n = e.involvedObject?.name ?? '';
+        return (e.involvedObject?.kind === 'PersistentVolumeClaim' || e.involvedObject?.kind === 'DataVolume') && (names.has(n) || n.startsWith(`${plan}-`));
+      });
+    } catch (e) {
+      ctx.log.debug({ err: (e as Error).message }, 'could not read claim events');
+      return [];
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  /**
+   * Deletion: cancel and delete Migrations, delete Plans, maps, and every transfer DataVolume/claim and
+   * scaffolding VirtualMachine of this task's Plans that was not handed off. Selection is by this task's
+   * UID label and by the UIDs of this task's own Plans: nothing of another task is ever touched.
+   */
+  async function finalize(ctx: ReconcileContext, task: VMImportTask & KubeObject): Promise<Result> {
+    const ns = task.metadata.namespace ?? '';
+    const key = taskKey(task);
+    metrics.setStalled(key, []);
+    if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) return {};
+    const mine = { [LABEL_TASK_UID]: task.metadata.uid ?? '' };
+    let remaining = 0;
+    if (ctx.installed(GVRs.Plan)) {
+      const migrations = await listOptional(ctx, GVRs.Migration, ns, mine);
+      const plans = await listOptional(ctx, GVRs.Plan, ns, mine);
+      // Claims already being handed off belong to the handoff: never delete them under it.
+      const handedOff = new Set((task.status?.vms ?? []).flatMap((v) => (v.disks ?? []).filter((d) => d.handoff && d.transferClaim).map((d) => d.transferClaim!)));
+      for (const m of migrations) {
+        // Deleting the active Migration cancels the run (forklift-contract.md).
+        if (await ctx.client.delete(GVRs.Migration, ns, m.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;
+      }
+      for (const p of plans) {
+        const uid = p.metadata?.uid ?? '';
+        for (const gvr of [GVRs.VirtualMachine, GVRs.DataVolume, GVRs.PersistentVolumeClaim]) {
+          for (const o of await listOptional(ctx, gvr, ns, { [PLAN_LABEL]: uid })) {
+            const n = o.metadata?.name ?? '';
+            if (n.startsWith(VMDISK_RELEASE_PREFIX) || handedOff.has(n)) continue;
+            // The handoff's first step labels the volume with this task's UID before anything else; a
+            // claim whose volume carries it is being handed off even if that status write was lost.
+            const volume = gvr === GVRs.PersistentVolumeClaim ? (o as { spec?: { volumeName?: string } }).spec?.volumeName : undefined;
+            if (volume && (await ctx.client.get(GVRs.PersistentVolume, undefined, volume))?.metadata?.labels?.[LABEL_TASK_UID] === task.metadata.uid) continue;
+            if (await ctx.client.delete(gvr, ns, n, { propagationPolicy: 'Background' })) remaining++;
+          }
+        }
+        if (await ctx.client.delete(GVRs.Plan, ns, p.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;
+      }
+      for (const gvr of [GVRs.NetworkMap, GVRs.StorageMap]) {
+        for (const o of await listOptional(ctx, gvr, ns, mine)) if (await ctx.client.delete(gvr, ns, o.metadata!.name!)) remaining++;
+      }
+    }
+    if (remaining > 0) return { requeueAfterMs: DELETE_POLL_MS };
+    forget(task.metadata.uid ?? '');
+    for (const [uid, k] of planOwners) if (k.namespace === key.namespace && k.name === key.name) planOwners.delete(uid);
+    const finalizers = (task.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
+    try {
+      await ctx.client.patch(GVRs.VMImportTask, ns, key.name, { metadata: { finalizers, resourceVersion: task.metadata.resourceVersion } });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    return {};
+  }
+
+  return reconciler;
+}

@@ -1,0 +1,69 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { VMStatus } from '../../api/types.ts';
+import { aggregatePhase, aggregateProgress, deriveTaskStatus } from './status.ts';
+
+const now = new Date('2026-01-01T01:00:00Z');
+const vm = (id: string, phase: VMStatus['phase'], extra: Partial<VMStatus> = {}): VMStatus => ({ id, name: id, phase, ...extra });
+
+test('the task phase is the least advanced running VM; terminal only when every VM is', () => {
+  assert.equal(aggregatePhase([]), 'Pending');
+  assert.equal(aggregatePhase([vm('a', 'Transferring'), vm('b', 'Creating')]), 'Transferring');
+  assert.equal(aggregatePhase([vm('a', 'Failed'), vm('b', 'Creating')]), 'Creating');
+  assert.equal(aggregatePhase([vm('a', 'Succeeded'), vm('b', 'Succeeded')]), 'Succeeded');
+  assert.equal(aggregatePhase([vm('a', 'Succeeded'), vm('b', 'Failed')]), 'Failed');
+});
+
+test('Ready is True only when every VM succeeded, and records downtime', () => {
+  const s = deriveTaskStatus({
+    prev: undefined,
+    vms: [vm('a', 'Succeeded', { plan: 'p-a', timestamps: { sourcePoweredOff: '2026-01-01T00:00:00Z', transferred: '2026-01-01T00:10:00Z', completed: '2026-01-01T00:12:30Z' }, bytesTotal: 10, bytesDone: 10 })],
+    generation: 1,
+    now,
+  });
+  assert.equal(s.phase, 'Succeeded');
+  const ready = s.conditions!.find((c) => c.type === 'Ready')!;
+  assert.equal(ready.status, 'True');
+  assert.equal(ready.observedGeneration, 1);
+  assert.equal(s.vms![0]!.downtimeSeconds, 750);
+  assert.equal(s.completedAt, '2026-01-01T01:00:00Z');
+  assert.equal(s.conditions!.find((c) => c.type === 'Transferred')!.status, 'True');
+});
+
+test('a partial failure ends Failed with Ready=False PartiallyFailed naming the failed VM', () => {
+  const s = deriveTaskStatus({
+    prev: undefined,
+    vms: [vm('a', 'Succeeded', { plan: 'p-a' }), vm('b', 'Failed', { plan: 'p-b', reason: 'HostUnreachable', message: 'add spec.hosts', timestamps: { started: 'x' } })],
+    generation: 2,
+    now,
+  });
+  const ready = s.conditions!.find((c) => c.type === 'Ready')!;
+  assert.equal(s.phase, 'Failed');
+  assert.equal(ready.status, 'False');
+  assert.equal(ready.reason, 'PartiallyFailed');
+  assert.match(ready.message, /b \(b\): HostUnreachable: add spec.hosts/);
+  // a failure after preflight is not a preflight failure
+  assert.equal(s.conditions!.find((c) => c.type === 'Validated')!.status, 'True');
+});
+
+test('a preflight failure of every VM sets Validated=False with that reason', () => {
+  const s = deriveTaskStatus({ prev: undefined, vms: [vm('a', 'Failed', { reason: 'OutputExists', message: 'taken' })], generation: 1, now });
+  assert.equal(s.conditions!.find((c) => c.type === 'Validated')!.reason, 'OutputExists');
+  assert.equal(s.conditions!.find((c) => c.type === 'Ready')!.reason, 'OutputExists');
+});
+
+test('while waiting on the source the task is Pending with that reason; lastTransitionTime holds until a flip', () => {
+  const a = deriveTaskStatus({ prev: undefined, vms: [], generation: 1, now, waiting: { reason: 'SourceNotReady', message: 'source "vc" is not Ready: ConnectionFailed' } });
+  assert.equal(a.phase, 'Pending');
+  assert.equal(a.conditions!.find((c) => c.type === 'Ready')!.reason, 'SourceNotReady');
+  const later = new Date('2026-01-01T02:00:00Z');
+  const b = deriveTaskStatus({ prev: a, vms: [vm('a', 'Transferring', { reason: 'Transferring' })], generation: 1, now: later });
+  const ra = a.conditions!.find((c) => c.type === 'Ready')!;
+  const rb = b.conditions!.find((c) => c.type === 'Ready')!;
+  assert.equal(rb.reason, 'Transferring');
+  assert.equal(rb.lastTransitionTime, ra.lastTransitionTime);
+});
+
+test('aggregate progress weighs VMs by bytes', () => {
+  assert.equal(aggregateProgress([vm('a', 'Transferring', { bytesTotal: 300, bytesDone: 150 }), vm('b', 'Succeeded', { bytesTotal: 100, bytesDone: 0 })]), 62.5);
+});

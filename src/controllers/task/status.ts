@@ -1,0 +1,151 @@
+// Pure derivation of a VMImportTask's phase, conditions and aggregate progress from its per-VM states.
+import { CONDITION_READY, CONDITION_TRANSFERRED, CONDITION_VALIDATED, TaskReason } from '../../api/conditions.ts';
+import type { TaskPhase, VMImportTaskStatus, VMPhase, VMStatus } from '../../api/types.ts';
+import { setCondition } from '../../runtime/status.ts';
+
+/** Reasons for the True side of Validated/Transferred (not failure reasons, so not in TaskReason). */
+export const REASON_PREFLIGHT_PASSED = 'PreflightPassed';
+export const REASON_TRANSFERRED = 'Transferred';
+
+
+const ORDER: VMPhase[] = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'];
+
+export function isTerminalPhase(p: string | undefined): boolean {
+  return p === 'Succeeded' || p === 'Failed';
+}
+
+/**
+ * The task's phase: the least advanced phase among VMs still running; once all are terminal, Succeeded
+ * only if every VM succeeded, else Failed. No VMs yet → Pending.
+ */
+export function aggregatePhase(vms: VMStatus[]): TaskPhase {
+  if (vms.length === 0) return 'Pending';
+  const running = vms.filter((v) => !isTerminalPhase(v.phase));
+  if (running.length === 0) return vms.every((v) => v.phase === 'Succeeded') ? 'Succeeded' : 'Failed';
+  let min = ORDER.length;
+  for (const v of running) min = Math.min(min, ORDER.indexOf(v.phase));
+  return ORDER[min] ?? 'Pending';
+}
+
+/** Aggregate percent over every VM: bytes where known; a succeeded VM counts whole, a failed one not at all. */
+export function aggregateProgress(vms: VMStatus[]): number {
+  let total = 0;
+  let done = 0;
+  for (const v of vms) {
+    if (v.phase === 'Failed') continue;
+    const t = v.bytesTotal ?? 0;
+    if (t > 0) {
+      total += t;
+      done += v.phase === 'Succeeded' ? t : Math.min(t, v.bytesDone ?? 0);
+    }
+  }
+  if (total === 0) return vms.length && vms.every((v) => v.phase === 'Succeeded') ? 100 : 0;
+  return Math.round((done / total) * 10000) / 100;
+}
+
+/** downtime: source powered off → VMInstance created (completed). */
+export function downtimeSeconds(v: VMStatus): number | undefined {
+  const off = v.timestamps?.sourcePoweredOff;
+  const done = v.timestamps?.completed;
+  if (!off || !done || v.phase !== 'Succeeded') return undefined;
+  const s = (Date.parse(done) - Date.parse(off)) / 1000;
+  return Number.isFinite(s) && s >= 0 ? Math.round(s) : undefined;
+}
+
+function failureSummary(vms: VMStatus[]): string {
+  return vms
+    .filter((v) => v.phase === 'Failed')
+    .map((v) => `${v.name || v.id} (${v.id}): ${v.reason ?? TaskReason.Failed}: ${v.message ?? ''}`.trim())
+    .join('; ');
+}
+
+export interface DeriveInput {
+  prev: VMImportTaskStatus | undefined;
+  vms: VMStatus[];
+  generation: number | undefined;
+  now: Date;
+  /** A task-level state before any VM was examined (source not ready, Forklift missing...). */
+  waiting?: { reason: string; message: string };
+  storageClass?: string;
+  startedAt?: string;
+}
+
+/**
+ * The whole status from per-VM states. Ready is True only when every VM succeeded; otherwise False with
+ * the current reason (including a terminal failure). Pure.
+ */
+export function deriveTaskStatus(i: DeriveInput): VMImportTaskStatus {
+  const prev = i.prev ?? {};
+  const now = i.now;
+  const iso = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const vms = i.vms;
+  let phase: TaskPhase = i.waiting ? 'Pending' : aggregatePhase(vms);
+  if (i.waiting && vms.length && vms.every((v) => isTerminalPhase(v.phase))) phase = aggregatePhase(vms);
+  const terminal = isTerminalPhase(phase);
+  let conds = prev.conditions ?? [];
+
+  // Ready
+  let readyReason: string;
+  let readyMessage: string;
+  const failed = vms.filter((v) => v.phase === 'Failed');
+  const succeeded = vms.filter((v) => v.phase === 'Succeeded');
+  if (phase === 'Succeeded') {
+    readyReason = TaskReason.Succeeded;
+    readyMessage = `${succeeded.length} VM${succeeded.length === 1 ? '' : 's'} imported`;
+  } else if (phase === 'Failed') {
+    const reasons = [...new Set(failed.map((v) => v.reason ?? TaskReason.Failed))];
+    readyReason = succeeded.length ? TaskReason.PartiallyFailed : reasons.length === 1 ? reasons[0]! : TaskReason.Failed;
+    readyMessage = `${failed.length} of ${vms.length} VMs failed: ${failureSummary(vms)}`;
+  } else if (i.waiting) {
+    readyReason = i.waiting.reason;
+    readyMessage = i.waiting.message;
+  } else {
+    const running = vms.filter((v) => !isTerminalPhase(v.phase));
+    // The most telling in-progress reason: a stall beats converting beats the plain phase.
+    const pick = running.find((v) => v.reason === TaskReason.Stalled) ?? running.find((v) => v.reason === TaskReason.Converting) ?? running.find((v) => v.phase === phase);
+    readyReason = pick?.reason ?? phase;
+    const parts = running.map((v) => `${v.name || v.id}: ${v.phase}${v.message ? ` (${v.message})` : ''}`);
+    if (failed.length) parts.push(`failed: ${failureSummary(vms)}`);
+    readyMessage = parts.join('; ');
+  }
+  conds = setCondition(conds, { type: CONDITION_READY, status: phase === 'Succeeded' ? 'True' : 'False', reason: readyReason, message: readyMessage }, now, i.generation);
+
+  // Validated
+  // Preflight verdicts: a VM that passed gets its Plan name; one that failed never does.
+  const preflightFailed = failed.filter((v) => !v.plan);
+  const validated = vms.length > 0 && vms.every((v) => !!v.plan || v.phase === 'Failed');
+  if (preflightFailed.length) {
+    const reasons = [...new Set(preflightFailed.map((v) => v.reason!))];
+    conds = setCondition(conds, { type: CONDITION_VALIDATED, status: 'False', reason: reasons.length === 1 ? reasons[0]! : TaskReason.Failed, message: failureSummary(preflightFailed) }, now, i.generation);
+  } else if (validated && !i.waiting) {
+    conds = setCondition(conds, { type: CONDITION_VALIDATED, status: 'True', reason: REASON_PREFLIGHT_PASSED, message: 'source ready, storage class, output names, host addresses and quota checked' }, now, i.generation);
+  } else {
+    conds = setCondition(conds, { type: CONDITION_VALIDATED, status: 'False', reason: i.waiting?.reason ?? TaskReason.Validating, message: i.waiting?.message ?? 'preflight checks running' }, now, i.generation);
+  }
+
+  // Transferred
+  const live = vms.filter((v) => v.phase !== 'Failed');
+  const transferred = live.filter((v) => v.timestamps?.transferred);
+  if (live.length > 0 && transferred.length === live.length) {
+    conds = setCondition(conds, { type: CONDITION_TRANSFERRED, status: 'True', reason: REASON_TRANSFERRED, message: `${transferred.length} VM${transferred.length === 1 ? '' : 's'} transferred` }, now, i.generation);
+  } else {
+    const reason = terminal ? TaskReason.Failed : (vms.find((v) => v.reason === TaskReason.Stalled)?.reason ?? (phase === 'Transferring' ? TaskReason.Transferring : (i.waiting?.reason ?? TaskReason.Pending)));
+    conds = setCondition(conds, { type: CONDITION_TRANSFERRED, status: 'False', reason, message: terminal ? 'no VM was transferred' : `${transferred.length} of ${live.length} VMs transferred` }, now, i.generation);
+  }
+
+  const out: VMImportTaskStatus = {
+    observedGeneration: i.generation,
+    phase,
+    conditions: conds,
+    startedAt: prev.startedAt ?? i.startedAt ?? iso,
+    completedAt: terminal ? (prev.completedAt ?? iso) : undefined,
+    message: readyMessage,
+    storageClass: i.storageClass ?? prev.storageClass,
+    progress: aggregateProgress(vms),
+    vms: vms.map((v) => {
+      const d = downtimeSeconds(v);
+      return d === undefined ? v : { ...v, downtimeSeconds: d };
+    }),
+  };
+  return out;
+}

@@ -1,0 +1,80 @@
+// Pure readers of the KubeVirt VirtualMachine Forklift built for a migrated VM (the "scaffolding" VM).
+// It is the only record of the source VM's shape on the cluster: disk order, CPU topology, memory and
+// firmware (forklift-contract.md, "What a finished cold raw-copy leaves behind"). Plain JSON in, plain
+// data out: KubeVirt may be older or newer than we expect, so every field is read defensively.
+import type { KubeObject } from '../runtime/kube.ts';
+
+export interface ScaffoldingDisk {
+  /** Index in source order (the VM's volume order). */
+  index: number;
+  /** The volume's name inside the VM spec. */
+  volume: string;
+  /** The transferred claim that holds the disk (persistentVolumeClaim.claimName or dataVolume.name). */
+  claimName: string;
+}
+
+export interface Firmware {
+  bootloader: 'uefi' | 'bios';
+  secureBoot?: boolean;
+}
+
+export interface ScaffoldingShape {
+  disks: ScaffoldingDisk[];
+  cpu?: { cores: number; sockets: number; threads: number };
+  /** Memory quantity exactly as the VM states it (domain.memory.guest, else resources.requests.memory). */
+  memory?: string;
+  firmware?: Firmware;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined);
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
+const posInt = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined);
+
+function templateSpec(vm: KubeObject): Obj | undefined {
+  return obj(obj(obj(vm.spec)?.template)?.spec);
+}
+
+/**
+ * The VM's disks in source order. Forklift writes one volume per source disk, in the source VM's disk
+ * order; a volume that is neither a claim nor a DataVolume (cloud-init, container disk) is not a disk of
+ * the source and is skipped. A DataVolume volume names its claim: CDI names the claim after the DataVolume.
+ */
+export function readScaffoldingDisks(vm: KubeObject): ScaffoldingDisk[] {
+  const out: ScaffoldingDisk[] = [];
+  for (const v of arr(templateSpec(vm)?.volumes)) {
+    const vol = obj(v);
+    if (!vol) continue;
+    const claimName = str(obj(vol.persistentVolumeClaim)?.claimName) ?? str(obj(vol.dataVolume)?.name);
+    if (!claimName) continue;
+    out.push({ index: out.length, volume: str(vol.name) ?? claimName, claimName });
+  }
+  return out;
+}
+
+/** CPU, memory and firmware of the Forklift-built VM, exactly as stated (never defaulted to a size). */
+export function readScaffoldingShape(vm: KubeObject): ScaffoldingShape {
+  const domain = obj(templateSpec(vm)?.domain);
+  const cpuSpec = obj(domain?.cpu);
+  const cores = posInt(cpuSpec?.cores);
+  const sockets = posInt(cpuSpec?.sockets);
+  const threads = posInt(cpuSpec?.threads);
+  const cpu = cores || sockets ? { cores: cores ?? 1, sockets: sockets ?? 1, threads: threads ?? 1 } : undefined;
+
+  const memory =
+    str(obj(domain?.memory)?.guest) ??
+    str(obj(obj(domain?.resources)?.requests)?.memory) ??
+    (typeof obj(obj(domain?.resources)?.requests)?.memory === 'number' ? String(obj(obj(domain?.resources)?.requests)?.memory) : undefined);
+
+  const bootloader = obj(obj(domain?.firmware)?.bootloader);
+  let firmware: Firmware | undefined;
+  if (bootloader && obj(bootloader.efi)) {
+    // KubeVirt's own default: an `efi` block without `secureBoot` boots with Secure Boot enabled.
+    const sb = obj(bootloader.efi)!.secureBoot;
+    firmware = { bootloader: 'uefi', secureBoot: typeof sb === 'boolean' ? sb : true };
+  } else if (bootloader && obj(bootloader.bios)) {
+    firmware = { bootloader: 'bios' };
+  }
+  return { disks: readScaffoldingDisks(vm), cpu, memory, firmware };
+}

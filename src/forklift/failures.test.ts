@@ -1,0 +1,36 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { engineSucceededWithoutOutput, translateFailure, translatePlanBlockers } from './failures.ts';
+
+test('the NBD error becomes HostUnreachable telling the user to add spec.hosts, keeping Forklift\'s words', () => {
+  const t = translateFailure("Unable to connect to vddk data source: nbd_connect_uri: the server has no export named ''", { hostDescription: 'host-10 at 10.96.0.15', sourceName: 'vc' });
+  assert.equal(t.reason, 'HostUnreachable');
+  assert.match(t.message, /host-10 at 10\.96\.0\.15/);
+  assert.match(t.message, /spec\.hosts\[\] to VMImportSource "vc"/);
+  assert.match(t.message, /Forklift said: Unable to connect to vddk data source: nbd_connect_uri/);
+  assert.equal(translateFailure('VixDiskLib_Open: The server refused connection').reason, 'HostUnreachable');
+});
+
+test('known texts map to their reasons; unknown ones stay TransferFailed with the words kept', () => {
+  assert.equal(translateFailure('DataVolume is AwaitingVDDK').reason, 'VDDKNotConfigured');
+  assert.equal(translateFailure('persistentvolumeclaims "x" is forbidden: exceeded quota: q').reason, 'QuotaExceeded');
+  assert.match(translateFailure('x509: certificate signed by unknown authority').message, /caCert/);
+  assert.match(translateFailure('ServerFaultCode: Cannot complete login due to an incorrect user name or password.').message, /SSO domain/);
+  const u = translateFailure('something odd');
+  assert.equal(u.reason, 'TransferFailed');
+  assert.match(u.message, /Forklift said: something odd/);
+});
+
+test('Plan blockers translate by type, else PlanNotValid with message and items verbatim', () => {
+  assert.equal(translatePlanBlockers([{ type: 'VDDKInitImageUnavailable', category: 'Critical', message: 'VDDK init image not available' }]).reason, 'VDDKNotConfigured');
+  const t = translatePlanBlockers([{ type: 'NamespaceNotValid', category: 'Critical', message: 'Target namespace not valid.', items: ['x'] }]);
+  assert.equal(t.reason, 'PlanNotValid');
+  assert.match(t.message, /NamespaceNotValid: Target namespace not valid\. \[x\]/);
+});
+
+test('Succeeded without a VirtualMachine or claims is detected; a real success is not', () => {
+  assert.equal(engineSucceededWithoutOutput({ engineSucceeded: true, forkliftVM: undefined, transferClaims: [], expectedDisks: 1 }), true);
+  assert.equal(engineSucceededWithoutOutput({ engineSucceeded: true, forkliftVM: {}, transferClaims: [], expectedDisks: 1 }), true);
+  assert.equal(engineSucceededWithoutOutput({ engineSucceeded: true, forkliftVM: {}, transferClaims: [{}], expectedDisks: 1 }), false);
+  assert.equal(engineSucceededWithoutOutput({ engineSucceeded: false, forkliftVM: undefined, transferClaims: [], expectedDisks: 1 }), false);
+});

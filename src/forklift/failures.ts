@@ -1,0 +1,109 @@
+// Forklift's and CDI's failure texts translated into our reasons, with a message a tenant can act on.
+// Forklift's own words are always kept (after "Forklift said:") so nothing is lost in translation.
+import { TaskReason } from '../api/conditions.ts';
+import { describeCondition, type ForkliftCondition } from './plan.ts';
+
+export interface Translation {
+  reason: TaskReason;
+  message: string;
+}
+
+export interface FailureContext {
+  /** e.g. `ESXi host host-10 at 10.96.0.15 (advertised by vCenter)`. */
+  hostDescription?: string;
+  /** The Service-CIDR diagnosis, when the host address collides with it. */
+  hostDiagnosis?: string;
+  sourceName?: string;
+}
+
+interface Rule {
+  /** Tested against the whole failure text. */
+  match: RegExp;
+  reason: TaskReason;
+  advice: (c: FailureContext) => string;
+}
+
+const ADD_HOSTS = (c: FailureContext): string =>
+  `the ESXi host address vCenter advertises${c.hostDescription ? ` (${c.hostDescription})` : ''} is unreachable from the cluster or lies inside the Service CIDR; ` +
+  `add spec.hosts[] to VMImportSource${c.sourceName ? ` "${c.sourceName}"` : ''} with an address the cluster can reach and the host's own credentials, then create a new task` +
+  (c.hostDiagnosis ? `. ${c.hostDiagnosis}` : '');
+
+/** Order matters: the first match wins. Kept in step with the table in forklift-contract.md. */
+export const FAILURE_RULES: readonly Rule[] = [
+  { match: /nbd_connect_uri|has no export named|VixDiskLib_Open|server refused connection|NfcNewAuthdConnectionEx|Failed to connect to .*:902/i, reason: TaskReason.HostUnreachable, advice: ADD_HOSTS },
+  {
+    match: /AwaitingVDDK|VDDKInitImageUnavailable|VDDKInvalid|vddk.*(not (set|configured)|image)/i,
+    reason: TaskReason.VDDKNotConfigured,
+    advice: () => 'no usable VDDK image is configured for the source; the platform operator must set vmImport.vddkImage to an image built from VMware\'s VDDK, then create a new task',
+  },
+  {
+    match: /x509|certificate signed by unknown authority|certificate has expired/i,
+    reason: TaskReason.TransferFailed,
+    advice: (c) => `a TLS certificate was rejected; check spec.credentials.caCert of VMImportSource${c.sourceName ? ` "${c.sourceName}"` : ''} (a PEM CA, not a thumbprint), then create a new task`,
+  },
+  {
+    match: /incorrect user name or password|ConnectionAuthFailed|Cannot complete login/i,
+    reason: TaskReason.TransferFailed,
+    advice: () => 'vCenter rejected the credentials; a username without its SSO domain (user@vsphere.local) fails exactly like a wrong password. Fix the source, then create a new task',
+  },
+  {
+    match: /SecretNotValid|secret is not valid/i,
+    reason: TaskReason.TransferFailed,
+    advice: () => 'the source credentials were refused as invalid; a SHA-1 thumbprint where a PEM CA is expected fails this way — give caCert (PEM) or insecureSkipVerify, then create a new task',
+  },
+  {
+    match: /exceeded quota|exceeds quota|forbidden: exceeded/i,
+    reason: TaskReason.QuotaExceeded,
+    advice: () => 'the namespace quota cannot hold the transfer volumes (each disk needs about twice its size while it imports); raise requests.storage or free space, then create a new task',
+  },
+  {
+    match: /VMMultiplePodNetworkMappings/i,
+    reason: TaskReason.PlanNotValid,
+    advice: () => 'at most one NIC may use the pod network; map the others to a Multus attachment in spec.networks, then create a new task',
+  },
+  {
+    match: /VMNotFound|VM not found/i,
+    reason: TaskReason.VMNotFound,
+    advice: (c) => `the VM is not in the inventory of VMImportSource${c.sourceName ? ` "${c.sourceName}"` : ''}; check the id (vm-N from the vSphere client URL or \`govc ls -i\`)`,
+  },
+  {
+    match: /VMAlreadyExists/i,
+    reason: TaskReason.OutputExists,
+    advice: () => 'a KubeVirt VirtualMachine with the source VM\'s name already exists in this namespace; remove it or import into another namespace',
+  },
+];
+
+function join(advice: string, words: string): string {
+  const w = words.trim();
+  return w ? `${advice}. Forklift said: ${w}` : advice;
+}
+
+/** A VM's failure text (error reasons, failed step messages) → reason + actionable message. */
+export function translateFailure(text: string, ctx: FailureContext = {}, fallback: TaskReason = TaskReason.TransferFailed): Translation {
+  for (const r of FAILURE_RULES) {
+    if (r.match.test(text)) return { reason: r.reason, message: join(r.advice(ctx), text) };
+  }
+  return { reason: fallback, message: join('the transfer failed; create a new task once the cause is fixed', text) };
+}
+
+/** A Plan's blockers (Critical/Error conditions) → reason + message; `message`/`items` verbatim. */
+export function translatePlanBlockers(blockers: ForkliftCondition[], ctx: FailureContext = {}): Translation {
+  const text = blockers.map(describeCondition).join('; ');
+  const types = blockers.map((b) => `${b.type} ${b.reason ?? ''}`).join(' ');
+  for (const r of FAILURE_RULES) {
+    if (r.match.test(types) || r.match.test(text)) return { reason: r.reason, message: join(r.advice(ctx), text) };
+  }
+  return { reason: TaskReason.PlanNotValid, message: join('Forklift refused the migration plan', text) };
+}
+
+/**
+ * The retry trap (forklift-contract.md): a Plan with history can report Succeeded while creating neither
+ * the VirtualMachine nor its claims. True when the engine says Succeeded and nothing came out.
+ */
+export function engineSucceededWithoutOutput(o: { engineSucceeded: boolean; forkliftVM: unknown; transferClaims: unknown[]; expectedDisks: number }): boolean {
+  if (!o.engineSucceeded) return false;
+  return !o.forkliftVM || o.transferClaims.length === 0 || (o.expectedDisks > 0 && o.transferClaims.length < o.expectedDisks);
+}
+
+export const SUCCESS_WITHOUT_OUTPUT_MESSAGE =
+  'Forklift reported the migration Succeeded but produced no VirtualMachine or transfer volumes (a Plan with a failed attempt in its history does this); create a new task, which builds a new Plan';

@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import forge from 'node-forge';
+import { InventoryClient, pickerList, type InventoryError } from './inventory.ts';
+
+function makeCA(cn: string): { cert: forge.pki.Certificate; key: forge.pki.rsa.PrivateKey; pem: string } {
+  const keys = forge.pki.rsa.generateKeyPair(2048);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = '01';
+  cert.validity.notBefore = new Date(Date.now() - 60_000);
+  cert.validity.notAfter = new Date(Date.now() + 86_400_000);
+  cert.setSubject([{ name: 'commonName', value: cn }]);
+  cert.setIssuer([{ name: 'commonName', value: cn }]);
+  cert.setExtensions([{ name: 'basicConstraints', cA: true }, { name: 'keyUsage', keyCertSign: true }]);
+  cert.sign(keys.privateKey, forge.md.sha256.create());
+  return { cert, key: keys.privateKey, pem: forge.pki.certificateToPem(cert) };
+}
+
+function serving(ca: ReturnType<typeof makeCA>): { cert: string; key: string } {
+  const keys = forge.pki.rsa.generateKeyPair(2048);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = '02';
+  cert.validity.notBefore = new Date(Date.now() - 60_000);
+  cert.validity.notAfter = new Date(Date.now() + 86_400_000);
+  cert.setSubject([{ name: 'commonName', value: 'localhost' }]);
+  cert.setIssuer(ca.cert.subject.attributes);
+  cert.setExtensions([{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }]);
+  cert.sign(ca.key, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+const ca = makeCA('inventory CA');
+const other = makeCA('rotated CA');
+const tls = serving(ca);
+
+async function withServer(fn: (url: string, seen: string[]) => Promise<void>): Promise<void> {
+  const seen: string[] = [];
+  const srv = https.createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
+    seen.push(`${req.url} ${req.headers.authorization}`);
+    if (req.url === '/providers/vsphere/p-1/vms') return void res.end(JSON.stringify([{ id: 'vm-2', name: 'b', path: '/dc/vm/b' }, { id: 'vm-1', name: 'a', path: '/dc/vm/a' }]));
+    if (req.url === '/providers/vsphere/p-1/vms/vm-1') return void res.end(JSON.stringify({ id: 'vm-1', name: 'a', firmware: 'efi', disks: [{ key: 2000, file: '[ds] a/a.vmdk', datastore: { kind: 'Datastore', id: 'datastore-1' }, capacity: 1024 }] }));
+    res.writeHead(404).end('not found');
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  try {
+    await fn(`https://127.0.0.1:${(srv.address() as AddressInfo).port}`, seen);
+  } finally {
+    srv.closeAllConnections();
+    await new Promise((r) => srv.close(r));
+  }
+}
+
+test('the inventory client verifies the published CA and sends the bearer token', async () => {
+  await withServer(async (url, seen) => {
+    const c = new InventoryClient({ baseURL: url, ca: () => ca.pem, token: async () => 'tok' });
+    const vms = await c.listVMs('p-1');
+    assert.deepEqual(vms.map((v) => v.id), ['vm-2', 'vm-1']);
+    const vm = await c.getVM('p-1', 'vm-1');
+    assert.equal(vm.firmware, 'efi');
+    assert.equal(vm.disks[0]!.datastore.id, 'datastore-1');
+    assert.equal(seen[0], '/providers/vsphere/p-1/vms Bearer tok');
+    await assert.rejects(c.getVM('p-1', 'vm-9'), (e: InventoryError) => e.code === 'NotFound' && e.status === 404);
+  });
+});
+
+test('a certificate the published CA does not validate gives a clear error naming the rollout restart', async () => {
+  await withServer(async (url) => {
+    const c = new InventoryClient({ baseURL: url, ca: () => other.pem, token: () => 'tok', forkliftNamespace: 'cozy-forklift' });
+    await assert.rejects(c.listVMs('p-1'), (e: InventoryError) => {
+      assert.equal(e.code, 'CAMismatch');
+      assert.match(e.message, /kubectl -n cozy-forklift rollout restart deploy\/forklift-controller/);
+      assert.doesNotMatch(e.message, /tok/);
+      return true;
+    });
+  });
+});
+
+test('no published CA is an error, never an unverified connection', async () => {
+  const c = new InventoryClient({ baseURL: 'https://127.0.0.1:1', ca: () => undefined, token: () => 'x' });
+  await assert.rejects(c.listVMs('p'), (e: InventoryError) => e.code === 'NoCA');
+});
+
+test('the picker list is id/name/path, sorted, and capped with the total', () => {
+  const vms = Array.from({ length: 7 }, (_, i) => ({ id: `vm-${i}`, name: `n${6 - i}`, path: `/dc/vm/n${6 - i}`, extra: 1 }));
+  const r = pickerList(vms, 5);
+  assert.equal(r.items.length, 5);
+  assert.equal(r.truncated, true);
+  assert.equal(r.total, 7);
+  assert.deepEqual(r.items[0], { id: 'vm-6', name: 'n0', path: '/dc/vm/n0' });
+  assert.equal(pickerList(vms, 5000).truncated, false);
+});

@@ -1,0 +1,57 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { VMImportTask } from '../api/types.ts';
+import { readPlanVerdict, renderPlan } from './plan.ts';
+import { renderMigration } from './migration.ts';
+
+const task: VMImportTask = {
+  apiVersion: 'forklift.cozystack.io/v1alpha1',
+  kind: 'VMImportTask',
+  metadata: { name: 'web', namespace: 'tenant-a', uid: 'uid-1' },
+  spec: { sourceRef: { name: 'vc' }, vms: [{ id: 'vm-1' }] },
+};
+const p = (n: string) => ({ name: n, namespace: 'tenant-a' });
+
+test('a Plan is cold raw copy, off, keeps failed disks and writes every default-true boolean explicitly', () => {
+  const plan = renderPlan({ task, vmId: 'vm-1', providers: { source: p('src'), destination: p('dst') }, networkMap: p('nm'), storageMap: p('sm') });
+  const spec = JSON.parse(JSON.stringify(plan.spec)) as Record<string, unknown>;
+  assert.equal(spec.type, 'cold');
+  assert.equal(spec.skipGuestConversion, true);
+  assert.equal(spec.targetPowerState, 'off');
+  assert.equal(spec.targetNamespace, 'tenant-a');
+  assert.equal(spec.deleteVmOnFailMigration, false);
+  for (const k of ['preserveStaticIPs', 'migrateSharedDisks', 'useCompatibilityMode', 'runPreflightInspection']) assert.equal(typeof spec[k], 'boolean', k);
+  assert.deepEqual(spec.map, { network: p('nm'), storage: p('sm') });
+  assert.deepEqual(spec.provider, { source: p('src'), destination: p('dst') });
+  assert.deepEqual(spec.vms, [{ id: 'vm-1' }]);
+  assert.equal(plan.metadata?.labels?.['forklift.cozystack.io/vm-id'], 'vm-1');
+  assert.equal(plan.metadata?.ownerReferences?.[0]?.uid, 'uid-1');
+});
+
+test('a Migration is owned by its Plan and names it with its uid', () => {
+  const m = renderMigration(task, 'vm-1', { metadata: { name: 'plan-x', namespace: 'tenant-a', uid: 'plan-uid' } });
+  assert.deepEqual(m.spec, { plan: { name: 'plan-x', namespace: 'tenant-a', uid: 'plan-uid' } });
+  assert.equal(m.metadata?.ownerReferences?.[0]?.kind, 'Plan');
+  assert.equal(m.metadata?.ownerReferences?.[0]?.uid, 'plan-uid');
+});
+
+test('Critical and Error conditions block the Plan with message and items verbatim; Advisory ones are read too', () => {
+  const v = readPlanVerdict({
+    status: {
+      conditions: [
+        { type: 'VMNotFound', status: 'True', category: 'Critical', message: 'VM not found.', items: ['id=vm-9'] },
+        { type: 'ValidatingVDDK', status: 'True', category: 'Advisory', message: 'Validating' },
+        { type: 'Failed', status: 'True', category: 'Advisory' },
+      ],
+    },
+  });
+  assert.equal(v.ready, false);
+  assert.equal(v.blockers.length, 1);
+  assert.equal(v.message, 'VMNotFound: VM not found. [id=vm-9]');
+  assert.equal(v.failed, true);
+  assert.equal(v.succeeded, false);
+  const ok = readPlanVerdict({ status: { conditions: [{ type: 'Ready', status: 'True', category: 'Required' }, { type: 'Executing', status: 'True', category: 'Advisory' }] } });
+  assert.equal(ok.ready, true);
+  assert.equal(ok.executing, true);
+  assert.equal(ok.blockers.length, 0);
+});

@@ -1,0 +1,112 @@
+// Pure rendering of a per-VM Forklift Plan, and reading its verdict. Forklift only ever writes
+// `status: "True"` conditions; "not ready" is the absence of Ready plus some blocker (forklift-contract.md).
+import type { VMImportTask } from '../api/types.ts';
+import { LABEL_VM_ID } from '../api/labels.ts';
+import type { KubeObject } from '../runtime/kube.ts';
+import { FORKLIFT_API_VERSION, taskLabels, taskOwnerReference, type ProviderRefs, type Ref } from './maps.ts';
+import { planName } from './names.ts';
+
+export interface PlanInput {
+  task: VMImportTask;
+  vmId: string;
+  providers: ProviderRefs;
+  networkMap: Ref;
+  storageMap: Ref;
+}
+
+export function renderPlan(input: PlanInput): KubeObject {
+  const { task, vmId } = input;
+  const ns = task.metadata.namespace ?? '';
+  return {
+    apiVersion: FORKLIFT_API_VERSION,
+    kind: 'Plan',
+    metadata: {
+      name: planName(task.metadata.name ?? '', task.metadata.uid ?? '', vmId),
+      namespace: ns,
+      labels: { ...taskLabels(task), [LABEL_VM_ID]: vmId },
+      ownerReferences: [taskOwnerReference(task)],
+    },
+    // Written as plain JSON with every boolean explicit: typed clients drop `false`, and Forklift then
+    // applies its own default (true) — deleteVmOnFailMigration=true deletes a failed VM's disks (2.12+).
+    spec: {
+      provider: {
+        source: { name: input.providers.source.name, namespace: input.providers.source.namespace },
+        destination: { name: input.providers.destination.name, namespace: input.providers.destination.namespace },
+      },
+      map: {
+        network: { name: input.networkMap.name, namespace: input.networkMap.namespace },
+        storage: { name: input.storageMap.name, namespace: input.storageMap.namespace },
+      },
+      targetNamespace: ns,
+      type: 'cold',
+      // Forklift before 2.8 reads `warm` instead of `type`.
+      warm: false,
+      // Raw VDDK copy: no virt-v2v, so nothing on the transfer path needs privileges.
+      skipGuestConversion: true,
+      // The scaffolding VM must never boot: a second copy of a live production VM on the network.
+      targetPowerState: 'off',
+      // A failed VM keeps its disks for diagnosis; we clean up ourselves on task deletion.
+      deleteVmOnFailMigration: false,
+      // Default-true booleans, written explicitly (see above).
+      preserveStaticIPs: true,
+      migrateSharedDisks: true,
+      // Unconverted guests have no virtio drivers: SATA disks / e1000e NICs.
+      useCompatibilityMode: true,
+      // The preflight inspection runs virt-v2v (libguestfs), which this raw-copy path deliberately avoids.
+      runPreflightInspection: false,
+      vms: [{ id: vmId }],
+    },
+  };
+}
+
+export interface ForkliftCondition {
+  type: string;
+  status?: string;
+  reason?: string;
+  category?: string;
+  message?: string;
+  suggestion?: string;
+  items?: string[];
+  lastTransitionTime?: string;
+}
+
+export function conditionsOf(obj: KubeObject | undefined): ForkliftCondition[] {
+  const c = (obj?.status as { conditions?: unknown } | undefined)?.conditions;
+  return Array.isArray(c) ? (c as ForkliftCondition[]).filter((x) => x && typeof x.type === 'string' && x.status !== 'False') : [];
+}
+
+export interface PlanVerdict {
+  /** Forklift's Ready condition is present. */
+  ready: boolean;
+  /** Critical/Error conditions: they block the Plan. */
+  blockers: ForkliftCondition[];
+  /** Advisory terminal/progress conditions. */
+  executing: boolean;
+  succeeded: boolean;
+  failed: boolean;
+  canceled: boolean;
+  /** Blockers as one message, Forklift's words and items verbatim. */
+  message?: string;
+}
+
+export function describeCondition(c: ForkliftCondition): string {
+  let s = `${c.type}: ${c.message ?? c.reason ?? ''}`.trim();
+  if (c.items && c.items.length) s += ` [${c.items.join(', ')}]`;
+  if (c.suggestion) s += ` (${c.suggestion})`;
+  return s;
+}
+
+export function readPlanVerdict(plan: KubeObject | undefined): PlanVerdict {
+  const conds = conditionsOf(plan);
+  const has = (t: string): boolean => conds.some((c) => c.type === t);
+  const blockers = conds.filter((c) => c.category === 'Critical' || c.category === 'Error');
+  return {
+    ready: has('Ready'),
+    blockers,
+    executing: has('Executing'),
+    succeeded: has('Succeeded'),
+    failed: has('Failed'),
+    canceled: has('Canceled'),
+    message: blockers.length ? blockers.map(describeCondition).join('; ') : undefined,
+  };
+}

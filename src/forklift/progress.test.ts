@@ -1,0 +1,45 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { advanceProgress, isStalled, stallMessage } from './progress.ts';
+
+const GiB = 2 ** 30;
+
+test('rate and ETA come from successive observations', () => {
+  const a = advanceProgress(undefined, { bytesDone: 0, bytesTotal: 10 * GiB }, 0);
+  assert.equal(a.bytesPerSecond, undefined);
+  assert.equal(a.etaSeconds, undefined);
+  const b = advanceProgress(a.sample, { bytesDone: GiB, bytesTotal: 10 * GiB }, 10_000);
+  assert.equal(b.bytesPerSecond, Math.round(GiB / 10));
+  assert.equal(b.etaSeconds, 90);
+  assert.equal(b.percent, 10);
+  // the same observation again keeps the rate and does not reset the sample time
+  const c = advanceProgress(b.sample, { bytesDone: GiB, bytesTotal: 10 * GiB }, 15_000);
+  assert.equal(c.bytesPerSecond, b.bytesPerSecond);
+  assert.equal(c.idleMs, 5_000);
+  const d = advanceProgress(c.sample, { bytesDone: 3 * GiB, bytesTotal: 10 * GiB }, 20_000);
+  // 2 GiB in 10 s since the last change = 0.2 GiB/s, smoothed with the previous 0.1 GiB/s
+  assert.equal(d.bytesPerSecond, Math.round(0.3 * (2 * GiB / 10) + 0.7 * (GiB / 10)));
+  assert.equal(d.idleMs, 0);
+});
+
+test('at CDI\'s 99.92% plateau the transfer reads as converting, not stalled', () => {
+  const total = 100 * GiB;
+  const v = advanceProgress({ at: 0, bytesDone: total * 0.9992, bytesTotal: total, lastChangeAt: 0, bytesPerSecond: 1 }, { bytesDone: total * 0.9992, bytesTotal: total }, 3_600_000);
+  assert.equal(v.converting, true);
+  assert.equal(v.etaSeconds, undefined);
+  assert.equal(isStalled({ idleMs: v.idleMs, stallAfterMs: 60_000, converting: v.converting }), false);
+});
+
+test('no progress for the configured time is a stall; the message carries claim events and the host diagnosis', () => {
+  assert.equal(isStalled({ idleMs: 59_000, stallAfterMs: 60_000, converting: false }), false);
+  assert.equal(isStalled({ idleMs: 60_000, stallAfterMs: 60_000, converting: false }), true);
+  const m = stallMessage({
+    idleMs: 600_000,
+    percent: 0,
+    events: [{ reason: 'Error', message: 'Unable to connect to vddk data source', involvedObject: { name: 'plan-vm-1-abcde' }, lastTimestamp: '2026-01-01T00:00:00Z' }],
+    hostDiagnosis: 'ESXi host host-10 at 10.96.0.15 is inside the Service CIDR 10.96.0.0/12.',
+  });
+  assert.match(m, /no progress for 10 min \(at 0%\)/);
+  assert.match(m, /plan-vm-1-abcde: Error Unable to connect to vddk data source/);
+  assert.match(m, /host-10 at 10\.96\.0\.15/);
+});

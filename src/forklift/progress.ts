@@ -1,0 +1,113 @@
+// Transfer progress as a pure function of (previous sample, new observation, now): bytes done/total,
+// rate and ETA, "converting" at CDI's 99.92% plateau, and stall detection.
+
+export interface ProgressSample {
+  /** Epoch milliseconds of the observation. */
+  at: number;
+  bytesDone: number;
+  bytesTotal: number;
+  /** Smoothed rate (bytes/s) carried between samples. */
+  bytesPerSecond?: number;
+  /** Epoch ms when bytesDone last increased (or the first observation). */
+  lastChangeAt: number;
+}
+
+export interface ProgressView {
+  sample: ProgressSample;
+  /** 0–100, two decimals. */
+  percent: number;
+  bytesPerSecond?: number;
+  etaSeconds?: number;
+  /** CDI has downloaded everything and runs `qemu-img convert` with the counter frozen. */
+  converting: boolean;
+  /** Milliseconds since the last increase. */
+  idleMs: number;
+}
+
+/**
+ * Weight of the newest rate in the exponential moving average. 0.3 follows a real change within a few
+ * samples while one bursty sample (a watch event arriving late) does not swing the ETA wildly.
+ */
+const RATE_ALPHA = 0.3;
+
+/**
+ * CDI's DataVolume progress measures only the download and freezes at 99.92% while `qemu-img convert`
+ * runs from scratch onto the target (≈30 min per 230 GiB). From this fraction on we say "converting"
+ * instead of showing a transfer that looks stuck.
+ */
+export const CONVERTING_FRACTION = 0.999;
+
+export function advanceProgress(prev: ProgressSample | undefined, obs: { bytesDone: number; bytesTotal: number }, now: number): ProgressView {
+  const total = Math.max(0, obs.bytesTotal);
+  const done = Math.max(0, Math.min(obs.bytesDone, total || obs.bytesDone));
+  let rate = prev?.bytesPerSecond;
+  let lastChangeAt = prev?.lastChangeAt ?? now;
+  if (prev && done > prev.bytesDone && now > prev.at) {
+    const inst = ((done - prev.bytesDone) * 1000) / (now - prev.at);
+    rate = rate === undefined ? inst : RATE_ALPHA * inst + (1 - RATE_ALPHA) * rate;
+    lastChangeAt = now;
+  } else if (prev && done < prev.bytesDone) {
+    // The counter went back (a retried disk): start over.
+    rate = undefined;
+    lastChangeAt = now;
+  }
+  const sample: ProgressSample = { at: prev && done === prev.bytesDone ? prev.at : now, bytesDone: done, bytesTotal: total, bytesPerSecond: rate, lastChangeAt };
+  const fraction = total > 0 ? done / total : 0;
+  const converting = total > 0 && fraction >= CONVERTING_FRACTION && done < total;
+  let eta: number | undefined;
+  if (rate && rate > 0 && total > 0 && !converting) eta = Math.max(0, Math.round((total - done) / rate));
+  if (total > 0 && done >= total) eta = 0;
+  return {
+    sample,
+    percent: Math.round(fraction * 10000) / 100,
+    bytesPerSecond: rate === undefined ? undefined : Math.round(rate),
+    etaSeconds: eta,
+    converting,
+    idleMs: Math.max(0, now - lastChangeAt),
+  };
+}
+
+export interface StallInput {
+  idleMs: number;
+  stallAfterMs: number;
+  converting: boolean;
+}
+
+/** Stalled: no progress for `stallAfterMs`, except while CDI converts (a known silent phase). */
+export function isStalled(s: StallInput): boolean {
+  return !s.converting && s.stallAfterMs > 0 && s.idleMs >= s.stallAfterMs;
+}
+
+export interface ClaimEventLike {
+  type?: string;
+  reason?: string;
+  message?: string;
+  count?: number;
+  involvedObject?: { kind?: string; name?: string };
+  lastTimestamp?: string;
+  eventTime?: string;
+}
+
+/** At most this many claim events go into a VM's message: status must stay readable (and under 32 KiB). */
+const MAX_EVENTS = 5;
+
+/**
+ * The VM's message when its transfer stalls: what the claims' events say (where a VDDK failure to reach
+ * the ESXi host surfaces, and nowhere else) plus the host/Service-CIDR diagnosis.
+ */
+export function stallMessage(o: { idleMs: number; percent: number; events: ClaimEventLike[]; hostDiagnosis?: string }): string {
+  const mins = Math.round(o.idleMs / 60000);
+  const idle = mins >= 1 ? `${mins} min` : `${Math.round(o.idleMs / 1000)} s`;
+  let msg = `transfer has made no progress for ${idle} (at ${o.percent}%).`;
+  const evs = [...o.events]
+    .filter((e) => e.message)
+    .sort((a, b) => (b.lastTimestamp ?? b.eventTime ?? '').localeCompare(a.lastTimestamp ?? a.eventTime ?? ''))
+    .slice(0, MAX_EVENTS);
+  if (evs.length) {
+    msg += ` Claim events: ${evs.map((e) => `${e.involvedObject?.name ?? '?'}: ${e.reason ?? ''} ${e.message}`.replace(/\s+/g, ' ').trim()).join('; ')}.`;
+  } else {
+    msg += ' No events on the transfer claims.';
+  }
+  if (o.hostDiagnosis) msg += ` ${o.hostDiagnosis}`;
+  return msg;
+}

@@ -1,0 +1,216 @@
+// Pure renders of the Forklift objects behind one VMImportSource: the projected credentials Secret, the
+// source (vsphere) and destination (openshift = this cluster) Providers, and a Host + Secret per
+// spec.hosts[] entry. Plain JSON (forklift-contract.md): no typed model that could drop fields.
+import { createHash } from 'node:crypto';
+import {
+  COZY_MANAGED_BY_VALUE,
+  FORKLIFT_LABEL_PROVIDER_TYPE,
+  FORKLIFT_LABEL_RESOURCE_TYPE,
+  LABEL_COZY_MANAGED_BY,
+  LABEL_HOST_ID,
+  LABEL_MANAGED_BY,
+  LABEL_SOURCE,
+  LABEL_SOURCE_UID,
+  MANAGED_BY_VALUE,
+  MAX_CHILD_NAME,
+  credentialsSecretName,
+} from '../api/labels.ts';
+import { API_VERSION, KIND_SOURCE, type OwnerReference, type SourceHost, type TLSCredentials, type VMImportSource } from '../api/types.ts';
+import type { KubeObject } from '../runtime/kube.ts';
+
+export const FORKLIFT_API_VERSION = 'forklift.konveyor.io/v1beta1';
+
+/**
+ * Annotation on the Providers/Hosts naming the resourceVersion of the Secret they were last pointed at.
+ * Forklift stops retrying after an authentication failure until the Secret or spec changes; bumping
+ * this annotation when the Secret changes makes the re-test certain (password rotation).
+ */
+export const ANNOTATION_SECRET_VERSION = 'forklift.cozystack.io/secret-version';
+
+/**
+ * A DNS-1123 label built from parts; longer than 63 → truncated with an 8-hex hash of the full name, so
+ * two long source names never collide and the result stays a valid label value. Pure, deterministic.
+ */
+export function childName(...parts: string[]): string {
+  const full = parts
+    .join('-')
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .replace(/-+/g, '-')
+    .replace(/^-|-$/g, '');
+  if (full.length <= MAX_CHILD_NAME) return full;
+  const hash = createHash('sha256').update(full).digest('hex').slice(0, 8);
+  return `${full.slice(0, MAX_CHILD_NAME - 9).replace(/-+$/, '')}-${hash}`;
+}
+
+export function sourceProviderName(source: string): string {
+  return childName('vmimport', source);
+}
+export function destinationProviderName(source: string): string {
+  return childName('vmimport', source, 'destination');
+}
+export function hostObjectName(source: string, hostId: string): string {
+  return childName('vmimport', source, hostId);
+}
+export function hostSecretName(source: string, hostId: string): string {
+  return childName('vmimport', source, hostId, 'credentials');
+}
+
+export function sourceOwnerRef(src: VMImportSource): OwnerReference {
+  return { apiVersion: API_VERSION, kind: KIND_SOURCE, name: src.metadata.name!, uid: src.metadata.uid!, controller: true, blockOwnerDeletion: true };
+}
+
+/** Labels on every child of a source: ours, plus the source's name and UID (pruning by UID). */
+export function sourceLabels(src: VMImportSource): Record<string, string> {
+  return { [LABEL_MANAGED_BY]: MANAGED_BY_VALUE, [LABEL_SOURCE]: src.metadata.name!, [LABEL_SOURCE_UID]: src.metadata.uid! };
+}
+
+const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
+
+/** Secret `data` for a TLS credential (vSphere Provider or Host). Pure. */
+export function credentialData(c: TLSCredentials, url?: string): Record<string, string> {
+  const d: Record<string, string> = { user: b64(c.username), password: b64(c.password), insecureSkipVerify: b64(c.insecureSkipVerify ? 'true' : 'false') };
+  if (c.caCert) {
+    // Forklift ≤2.11 reads `cacert`, 2.12+ `ca.crt`: write both.
+    d.cacert = b64(c.caCert);
+    d['ca.crt'] = b64(c.caCert);
+  }
+  if (url) d.url = b64(url);
+  return d;
+}
+
+export interface SecretObject extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+}
+
+export function renderCredentialsSecret(src: VMImportSource): SecretObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: credentialsSecretName(src.metadata.name!),
+      namespace: src.metadata.namespace,
+      labels: {
+        ...sourceLabels(src),
+        [LABEL_COZY_MANAGED_BY]: COZY_MANAGED_BY_VALUE,
+        [FORKLIFT_LABEL_RESOURCE_TYPE]: 'providers',
+        [FORKLIFT_LABEL_PROVIDER_TYPE]: 'vsphere',
+      },
+      ownerReferences: [sourceOwnerRef(src)],
+    },
+    type: 'Opaque',
+    data: credentialData(src.spec.credentials, src.spec.url),
+  };
+}
+
+export function renderHostSecret(src: VMImportSource, h: SourceHost): SecretObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: hostSecretName(src.metadata.name!, h.id),
+      namespace: src.metadata.namespace,
+      labels: {
+        ...sourceLabels(src),
+        [LABEL_COZY_MANAGED_BY]: COZY_MANAGED_BY_VALUE,
+        [LABEL_HOST_ID]: h.id,
+        [FORKLIFT_LABEL_RESOURCE_TYPE]: 'hosts',
+        [FORKLIFT_LABEL_PROVIDER_TYPE]: 'vsphere',
+      },
+      ownerReferences: [sourceOwnerRef(src)],
+    },
+    type: 'Opaque',
+    data: credentialData(h.credentials),
+  };
+}
+
+export function renderSourceProvider(src: VMImportSource, vddkImage: string, secretVersion?: string): KubeObject {
+  const ns = src.metadata.namespace!;
+  return {
+    apiVersion: FORKLIFT_API_VERSION,
+    kind: 'Provider',
+    metadata: {
+      name: sourceProviderName(src.metadata.name!),
+      namespace: ns,
+      labels: sourceLabels(src),
+      ...(secretVersion ? { annotations: { [ANNOTATION_SECRET_VERSION]: secretVersion } } : {}),
+      ownerReferences: [sourceOwnerRef(src)],
+    },
+    spec: {
+      type: 'vsphere',
+      url: src.spec.url,
+      secret: { name: credentialsSecretName(src.metadata.name!), namespace: ns },
+      settings: { vddkInitImage: vddkImage, sdkEndpoint: 'vcenter' },
+    },
+  };
+}
+
+export function renderDestinationProvider(src: VMImportSource): KubeObject {
+  return {
+    apiVersion: FORKLIFT_API_VERSION,
+    kind: 'Provider',
+    metadata: {
+      name: destinationProviderName(src.metadata.name!),
+      namespace: src.metadata.namespace,
+      labels: sourceLabels(src),
+      ownerReferences: [sourceOwnerRef(src)],
+    },
+    // An openshift Provider with an empty url and no secret is "this cluster".
+    spec: { type: 'openshift', url: '' },
+  };
+}
+
+export function renderHost(src: VMImportSource, h: SourceHost, secretVersion?: string): KubeObject {
+  const ns = src.metadata.namespace!;
+  return {
+    apiVersion: FORKLIFT_API_VERSION,
+    kind: 'Host',
+    metadata: {
+      name: hostObjectName(src.metadata.name!, h.id),
+      namespace: ns,
+      labels: { ...sourceLabels(src), [LABEL_HOST_ID]: h.id },
+      ...(secretVersion ? { annotations: { [ANNOTATION_SECRET_VERSION]: secretVersion } } : {}),
+      ownerReferences: [sourceOwnerRef(src)],
+    },
+    spec: {
+      id: h.id,
+      provider: { name: sourceProviderName(src.metadata.name!), namespace: ns },
+      ipAddress: h.address,
+      secret: { name: hostSecretName(src.metadata.name!, h.id), namespace: ns },
+    },
+  };
+}
+
+/** True when `actual` already carries everything `desired` says (labels, annotations, owners, spec/data). Pure. */
+export function needsUpdate(desired: KubeObject & { spec?: unknown; data?: unknown; type?: unknown }, actual: KubeObject & { spec?: unknown; data?: unknown }): boolean {
+  const dm = desired.metadata ?? {};
+  const am = actual.metadata ?? {};
+  for (const [k, v] of Object.entries(dm.labels ?? {})) if (am.labels?.[k] !== v) return true;
+  for (const [k, v] of Object.entries(dm.annotations ?? {})) if (am.annotations?.[k] !== v) return true;
+  if (dm.ownerReferences && JSON.stringify((am.ownerReferences ?? []).map((o) => o.uid)) !== JSON.stringify(dm.ownerReferences.map((o) => o.uid))) return true;
+  if ('spec' in desired && JSON.stringify(sortKeys(desired.spec)) !== JSON.stringify(sortKeys(actual.spec))) return true;
+  if ('data' in desired && JSON.stringify(sortKeys(desired.data ?? {})) !== JSON.stringify(sortKeys(actual.data ?? {}))) return true;
+  return false;
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, sortKeys(x)]));
+  return v;
+}
+
+/** `actual` updated with `desired`'s labels, annotations, owner references and spec/data (keeps the rest). Pure. */
+export function mergeDesired<T extends KubeObject>(desired: T, actual: T): T {
+  const out = structuredClone(actual) as T & { spec?: unknown; data?: unknown };
+  const md = out.metadata ?? (out.metadata = {});
+  md.labels = { ...(md.labels ?? {}), ...(desired.metadata?.labels ?? {}) };
+  if (desired.metadata?.annotations) md.annotations = { ...(md.annotations ?? {}), ...desired.metadata.annotations };
+  // Our children have exactly one owner, the source: a child left by an earlier source of the same name
+  // (other UID) is adopted, never left with two controller references (which the API server rejects).
+  if (desired.metadata?.ownerReferences) md.ownerReferences = structuredClone(desired.metadata.ownerReferences);
+  const d = desired as T & { spec?: unknown; data?: unknown };
+  if ('spec' in d) out.spec = structuredClone(d.spec);
+  if ('data' in d) out.data = structuredClone(d.data);
+  return out;
+}

@@ -1,0 +1,120 @@
+// Wires the runtime: kube client, telemetry, manager with every reconciler, health/metrics server and
+// leader election. `runController` is what main.ts and the e2e harness call.
+import * as k8s from '@kubernetes/client-node';
+import type { ControllerConfig } from '../config.ts';
+import { buildReconcilers } from '../controllers/index.ts';
+import { KubeEventRecorder } from '../telemetry/events.ts';
+import { createLogger, type Logger } from '../telemetry/logger.ts';
+import { Metrics } from '../telemetry/metrics.ts';
+import { startHealthServer, type HealthServer } from './health.ts';
+import { KubeClient } from './kube.ts';
+import { LeaderElector } from './leader.ts';
+import { Manager } from './manager.ts';
+import type { Reconciler } from './reconciler.ts';
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  /** Called when the leader lease is lost (after the controller stopped). main.ts exits on it. */
+  onLostLease?: () => void;
+  /** Replace the reconcilers (tests of the runtime itself). */
+  reconcilers?: Reconciler[];
+  logger?: Logger;
+  /** Lease timings (tests). */
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  identity?: string;
+}
+
+export interface RunningController {
+  stop(): Promise<void>;
+  metricsURL: string;
+  healthURL: string;
+  manager: Manager;
+  metrics: Metrics;
+  isLeader(): boolean;
+}
+
+export function loadKubeConfig(cfg: Pick<ControllerConfig, 'kubeconfig'>): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  if (cfg.kubeconfig) kc.loadFromFile(cfg.kubeconfig);
+  else kc.loadFromCluster();
+  return kc;
+}
+
+export async function runController(cfg: ControllerConfig, opts: RunOptions = {}): Promise<RunningController> {
+  const log = opts.logger ?? createLogger({ level: cfg.logLevel });
+  const kc = loadKubeConfig(cfg);
+  const metrics = new Metrics({ defaultMetrics: true });
+  const client = new KubeClient(kc, {
+    observe: (verb, gvr, code) => metrics.apiRequests.inc({ verb, resource: gvr?.plural ?? 'other', code: String(code) }),
+  });
+  const events = new KubeEventRecorder(client, 'migration-controller', log.child({ component: 'events' }));
+  const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs });
+  for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics })) manager.register(r);
+
+  let elector: LeaderElector | undefined;
+  const role = (): string => (elector ? (elector.isLeader() ? 'leader' : 'standby') : 'disabled');
+  const servers: HealthServer[] = [];
+  const health = await startHealthServer(cfg.healthPort, { ready: () => manager.ready(), role, registry: metrics.registry });
+  servers.push(health);
+  let metricsServer = health;
+  if (cfg.metricsPort !== cfg.healthPort || cfg.metricsPort === 0) {
+    metricsServer = await startHealthServer(cfg.metricsPort, { ready: () => manager.ready(), role, registry: metrics.registry });
+    servers.push(metricsServer);
+  }
+
+  let stopped = false;
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      stopped = true;
+      log.info('stopping');
+      await elector?.stop();
+      await manager.stop();
+      await events.flush();
+      await Promise.all(servers.map((s) => s.close()));
+      client.close();
+      log.info('stopped');
+    })();
+    return stopping;
+  };
+
+  await manager.start();
+  const startWorkers = (): void => {
+    // Workers read the caches: wait for the required ones (client-go's WaitForCacheSync).
+    void manager.waitForSync().then(() => {
+      if (!stopped) manager.startWorkers();
+    });
+  };
+  if (cfg.leaderElect) {
+    elector = new LeaderElector(client, {
+      namespace: cfg.leaseNamespace,
+      name: cfg.leaseName,
+      identity: opts.identity,
+      leaseDurationMs: opts.leaseDurationMs,
+      renewDeadlineMs: opts.renewDeadlineMs,
+      retryPeriodMs: opts.retryPeriodMs,
+      log: log.child({ component: 'leader' }),
+      onStartedLeading: () => {
+        metrics.leader.set(1);
+        startWorkers();
+      },
+      onStoppedLeading: () => {
+        metrics.leader.set(0);
+        // Another instance may lead now: stop reconciling at once, then let the process go.
+        void stop().then(() => opts.onLostLease?.());
+      },
+    });
+    elector.start();
+  } else {
+    startWorkers();
+  }
+
+  if (opts.signal) {
+    if (opts.signal.aborted) await stop();
+    else opts.signal.addEventListener('abort', () => void stop(), { once: true });
+  }
+  log.info({ namespace: cfg.namespace || '(all)', leaderElect: cfg.leaderElect, vddkConfigured: cfg.vddkImage !== '', health: health.url, metrics: metricsServer.url }, 'controller started');
+  return { stop, metricsURL: `${metricsServer.url}/metrics`, healthURL: health.url, manager, metrics, isLeader: () => elector?.isLeader() ?? true };
+}

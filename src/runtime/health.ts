@@ -1,0 +1,55 @@
+// /healthz (the process answers), /readyz (caches of required kinds synced; leader or standby), /metrics.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface HealthSources {
+  ready: () => boolean;
+  /** 'leader' | 'standby' | 'disabled' — reported on /readyz; a standby is ready too. */
+  role: () => string;
+  registry: Registry;
+}
+
+export interface HealthServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startHealthServer(port: number, src: HealthSources, host = '0.0.0.0'): Promise<HealthServer> {
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz' || path === '/livez') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+      return;
+    }
+    if (path === '/readyz') {
+      const ok = src.ready();
+      res.writeHead(ok ? 200 : 503, { 'Content-Type': 'text/plain' }).end(ok ? `ok (${src.role()})` : 'caches not synced');
+      return;
+    }
+    if (path === '/metrics') {
+      src.registry
+        .metrics()
+        .then((body) => res.writeHead(200, { 'Content-Type': src.registry.contentType }).end(body))
+        .catch((e: Error) => res.writeHead(500).end(e.message));
+      return;
+    }
+    res.writeHead(404).end('not found');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const actual = (server.address() as AddressInfo).port;
+  const shownHost = host === '0.0.0.0' ? '127.0.0.1' : host;
+  return {
+    url: `http://${shownHost}:${actual}`,
+    port: actual,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}

@@ -1,0 +1,227 @@
+// List+watch of one kind into a local store. Handlers only enqueue; reconcilers read the store.
+// - resumes the watch from the last resourceVersion (bookmarks keep it fresh on quiet kinds);
+// - relists on 410 Gone (the resourceVersion was compacted away), emitting the differences as events so
+//   no change made while disconnected is lost;
+// - restarts with exponential backoff on errors and disconnects (API server restart, network).
+import type { Logger } from 'pino';
+import type { GVR } from './gvr.ts';
+import { isGone, type KubeClient, type KubeObject } from './kube.ts';
+import type { Cache } from './reconciler.ts';
+
+export interface InformerHandlers {
+  add?(obj: KubeObject): void;
+  update?(oldObj: KubeObject, obj: KubeObject): void;
+  delete?(obj: KubeObject): void;
+}
+
+export interface InformerOptions {
+  namespace?: string;
+  labelSelector?: string;
+  log?: Logger;
+  /** First retry delay after an error; doubles up to maxBackoffMs. */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Called after every full list (metrics). */
+  onList?: () => void;
+}
+
+// After an error the informer waits 200 ms, doubling to 30 s: an API server restart (seconds) is
+// bridged quickly, while a kind that keeps failing does not spin.
+const MIN_BACKOFF_MS = 200;
+const MAX_BACKOFF_MS = 30_000;
+// The server closes a watch after timeoutSeconds; a random 5–10 min spreads the re-watches of many
+// informers (client-go's minWatchTimeout jitter) so they never all reconnect at once.
+const WATCH_TIMEOUT_MIN_S = 300;
+
+function objKey(o: KubeObject): string {
+  const ns = o.metadata?.namespace;
+  return ns ? `${ns}/${o.metadata?.name}` : String(o.metadata?.name);
+}
+
+export function matchesLabels(obj: KubeObject, sel: Record<string, string> | undefined): boolean {
+  if (!sel) return true;
+  const labels = obj.metadata?.labels ?? {};
+  return Object.entries(sel).every(([k, v]) => labels[k] === v);
+}
+
+export class Store<T extends KubeObject = KubeObject> implements Cache<T> {
+  readonly items = new Map<string, T>();
+  synced = false;
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.items.get(namespace ? `${namespace}/${name}` : name);
+  }
+  list(namespace?: string, labelSelector?: Record<string, string>): T[] {
+    const out: T[] = [];
+    for (const o of this.items.values()) {
+      if (namespace && o.metadata?.namespace !== namespace) continue;
+      if (!matchesLabels(o, labelSelector)) continue;
+      out.push(o);
+    }
+    return out;
+  }
+  hasSynced(): boolean {
+    return this.synced;
+  }
+}
+
+export class Informer {
+  readonly gvr: GVR;
+  readonly store = new Store();
+  private readonly client: KubeClient;
+  private readonly opts: InformerOptions;
+  private readonly handlers: InformerHandlers[] = [];
+  private abort: AbortController | undefined;
+  private running: Promise<void> | undefined;
+  private rv: string | undefined;
+  private readonly syncWaiters: Array<() => void> = [];
+  /** Number of full lists done (tests observe relists). */
+  lists = 0;
+
+  constructor(client: KubeClient, gvr: GVR, opts: InformerOptions = {}) {
+    this.client = client;
+    this.gvr = gvr;
+    this.opts = opts;
+  }
+
+  addHandlers(h: InformerHandlers): void {
+    this.handlers.push(h);
+    // A late subscriber sees the current contents as adds.
+    if (this.store.synced) for (const o of this.store.items.values()) h.add?.(o);
+  }
+
+  hasSynced(): boolean {
+    return this.store.synced;
+  }
+
+  waitForSync(): Promise<void> {
+    if (this.store.synced) return Promise.resolve();
+    return new Promise((r) => this.syncWaiters.push(r));
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.abort = new AbortController();
+    this.running = this.run(this.abort.signal);
+  }
+
+  async stop(): Promise<void> {
+    this.abort?.abort();
+    await this.running;
+    this.running = undefined;
+    for (const w of this.syncWaiters.splice(0)) w();
+  }
+
+  private emit(kind: 'add' | 'update' | 'delete', obj: KubeObject, old?: KubeObject): void {
+    for (const h of this.handlers) {
+      try {
+        if (kind === 'add') h.add?.(obj);
+        else if (kind === 'update') h.update?.(old!, obj);
+        else h.delete?.(obj);
+      } catch (e) {
+        this.opts.log?.error({ err: (e as Error).message, gvr: this.gvr.plural }, 'informer handler failed');
+      }
+    }
+  }
+
+  private async relist(): Promise<void> {
+    const list = await this.client.listAll<KubeObject>(this.gvr, this.opts.namespace || undefined, { labelSelector: this.opts.labelSelector });
+    this.lists++;
+    this.opts.onList?.();
+    const seen = new Set<string>();
+    for (const o of list.items) {
+      // Lists return items without apiVersion/kind; restore them so reconcilers and Events get full objects.
+      o.apiVersion ??= this.gvr.group ? `${this.gvr.group}/${this.gvr.version}` : this.gvr.version;
+      o.kind ??= this.gvr.kind;
+      const k = objKey(o);
+      seen.add(k);
+      const old = this.store.items.get(k);
+      this.store.items.set(k, o);
+      if (!old) this.emit('add', o);
+      else if (old.metadata?.resourceVersion !== o.metadata?.resourceVersion) this.emit('update', o, old);
+    }
+    for (const [k, o] of [...this.store.items]) {
+      if (!seen.has(k)) {
+        this.store.items.delete(k);
+        this.emit('delete', o);
+      }
+    }
+    this.rv = list.metadata.resourceVersion;
+    if (!this.store.synced) {
+      this.store.synced = true;
+      for (const w of this.syncWaiters.splice(0)) w();
+    }
+  }
+
+  private onEvent(type: string, o: KubeObject): void {
+    const rv = o.metadata?.resourceVersion;
+    if (type === 'BOOKMARK') {
+      if (rv) this.rv = rv;
+      return;
+    }
+    const k = objKey(o);
+    const old = this.store.items.get(k);
+    if (type === 'ADDED' || type === 'MODIFIED') {
+      this.store.items.set(k, o);
+      if (old) this.emit('update', o, old);
+      else this.emit('add', o);
+    } else if (type === 'DELETED') {
+      this.store.items.delete(k);
+      this.emit('delete', old ?? o);
+    }
+    if (rv) this.rv = rv;
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    const min = this.opts.minBackoffMs ?? MIN_BACKOFF_MS;
+    const max = this.opts.maxBackoffMs ?? MAX_BACKOFF_MS;
+    let backoff = min;
+    let needList = true;
+    while (!signal.aborted) {
+      try {
+        if (needList) {
+          await this.relist();
+          needList = false;
+        }
+        const timeoutSeconds = WATCH_TIMEOUT_MIN_S + Math.floor(Math.random() * WATCH_TIMEOUT_MIN_S);
+        const started = Date.now();
+        await this.client.watch(
+          this.gvr,
+          this.opts.namespace || undefined,
+          { resourceVersion: this.rv, labelSelector: this.opts.labelSelector, timeoutSeconds, allowBookmarks: true },
+          (type, o) => this.onEvent(type, o),
+          signal,
+        );
+        // A watch that ends at once (not by its timeout) is a disconnect; back off before re-watching.
+        if (Date.now() - started < 1000 && !signal.aborted) {
+          await sleep(backoff, signal);
+          backoff = Math.min(backoff * 2, max);
+        } else {
+          backoff = min;
+        }
+      } catch (e) {
+        if (signal.aborted) break;
+        if (isGone(e)) {
+          this.opts.log?.info({ gvr: this.gvr.plural }, 'watch expired (410); relisting');
+          needList = true;
+          continue;
+        }
+        this.opts.log?.warn({ gvr: this.gvr.plural, err: (e as Error).message, retryInMs: backoff }, 'list/watch failed; retrying');
+        await sleep(backoff, signal);
+        backoff = Math.min(backoff * 2, max);
+      }
+    }
+  }
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

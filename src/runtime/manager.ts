@@ -1,0 +1,287 @@
+// Runs reconcilers: one informer per watched kind (shared between reconcilers), a work queue and N workers
+// per reconciler, optional kinds started and stopped through discovery, metrics and logs per reconcile.
+import type { Logger } from 'pino';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { Discovery } from './discovery.ts';
+import { gvrKey, type GVR } from './gvr.ts';
+import { Informer } from './informer.ts';
+import { ApiError, type KubeClient, type KubeObject } from './kube.ts';
+import { keyString, parseKey, TerminalError, type Cache, type EventRecorder, type ObjectKey, type ReconcileContext, type Reconciler } from './reconciler.ts';
+import { WorkQueue, type RateLimiter } from './workqueue.ts';
+
+export interface ManagerOptions {
+  client: KubeClient;
+  log: Logger;
+  metrics: Metrics;
+  events: EventRecorder;
+  /** Namespace scope of namespaced informers; '' or undefined = all namespaces. */
+  namespace?: string;
+  /** Workers per reconciler. */
+  workers?: number;
+  /** Tests inject a faster limiter. */
+  rateLimiter?: () => RateLimiter;
+  now?: () => Date;
+  /**
+   * Benchmark baseline (the polling anchor): only primary kinds are watched eagerly; other kinds get an
+   * informer on first cache read (controller-runtime's cached client) whose changes wake nothing, and every
+   * delayed requeue is stretched to pollIntervalMs.
+   */
+  pollOnly?: boolean;
+  /** Requeue period in poll-only mode (default 20 s). */
+  pollIntervalMs?: number;
+}
+
+interface Subscription {
+  reconciler: Registered;
+  /** The reconciler's own kind (not a secondary watch). */
+  primary: boolean;
+  map: (obj: KubeObject) => ObjectKey[];
+}
+
+interface Registered {
+  r: Reconciler;
+  queue: WorkQueue;
+  log: Logger;
+}
+
+interface InformerSlot {
+  gvr: GVR;
+  labelSelector?: string;
+  informer?: Informer;
+  subs: Subscription[];
+}
+
+export class Manager {
+  private readonly o: ManagerOptions;
+  readonly discovery: Discovery;
+  private readonly registered: Registered[] = [];
+  private readonly slots = new Map<string, InformerSlot>();
+  private workers: Promise<void>[] = [];
+  private started = false;
+  private workersStarted = false;
+
+  constructor(o: ManagerOptions) {
+    this.o = o;
+    this.discovery = new Discovery(o.client, o.log.child({ component: 'discovery' }), () => o.metrics.informerLists.inc({ kind: 'CustomResourceDefinition' }));
+    this.discovery.onChange((gvr, installed) => this.onOptionalKind(gvr, installed));
+  }
+
+  register(r: Reconciler): void {
+    if (this.started) throw new Error('register reconcilers before start()');
+    const m = this.o.metrics;
+    const name = r.name;
+    const queue = new WorkQueue(name, {
+      rateLimiter: this.o.rateLimiter?.(),
+      metrics: {
+        depth: (n) => m.queueDepth.set({ name }, n),
+        add: () => m.queueAdds.inc({ name }),
+        retry: () => m.queueRetries.inc({ name }),
+        latency: (s) => m.queueLatency.observe({ name }, s),
+        workDuration: (s) => m.queueWorkDuration.observe({ name }, s),
+      },
+    });
+    const reg: Registered = { r, queue, log: this.o.log.child({ controller: name }) };
+    this.registered.push(reg);
+    this.subscribe(r.primary, undefined, { reconciler: reg, primary: true, map: (o) => [{ namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' }] });
+    for (const w of r.watches) this.subscribe(w.gvr, w.labelSelector, { reconciler: reg, primary: false, map: w.map });
+  }
+
+  private slotKey(gvr: GVR): string {
+    return gvrKey(gvr);
+  }
+
+  private subscribe(gvr: GVR, labelSelector: string | undefined, sub: Subscription): void {
+    const k = this.slotKey(gvr);
+    let slot = this.slots.get(k);
+    if (!slot) {
+      slot = { gvr, labelSelector, subs: [] };
+      this.slots.set(k, slot);
+    } else if (slot.labelSelector !== labelSelector) {
+      // Two watchers of one kind with different selectors share one unfiltered informer.
+      slot.labelSelector = undefined;
+    }
+    slot.subs.push(sub);
+  }
+
+  private makeInformer(slot: InformerSlot): Informer {
+    const inf = new Informer(this.o.client, slot.gvr, {
+      namespace: slot.gvr.namespaced ? this.o.namespace || undefined : undefined,
+      labelSelector: slot.labelSelector,
+      log: this.o.log.child({ component: 'informer', kind: slot.gvr.kind }),
+      onList: () => this.o.metrics.informerLists.inc({ kind: slot.gvr.kind }),
+    });
+    const fire = (obj: KubeObject): void => {
+      for (const s of slot.subs) {
+        if (this.o.pollOnly && !s.primary) continue;
+        let keys: ObjectKey[];
+        try {
+          keys = s.map(obj);
+        } catch (e) {
+          s.reconciler.log.error({ err: (e as Error).message }, 'watch mapping failed');
+          continue;
+        }
+        for (const key of keys) if (key.name) s.reconciler.queue.add(keyString(key));
+      }
+    };
+    inf.addHandlers({ add: fire, update: (old, obj) => (fire(old), fire(obj)), delete: fire });
+    return inf;
+  }
+
+  /** Starts discovery and the informers of required kinds; workers start with startWorkers(). */
+  async start(): Promise<void> {
+    this.started = true;
+    for (const slot of this.slots.values()) if (slot.gvr.optional) this.discovery.track(slot.gvr);
+    await this.discovery.start();
+    for (const slot of this.slots.values()) {
+      if (slot.gvr.optional || !this.eager(slot)) continue;
+      slot.informer = this.makeInformer(slot);
+      slot.informer.start();
+    }
+  }
+
+  /** Started at start-up (or on install): every watched kind, or only primary kinds in poll-only mode. */
+  private eager(slot: InformerSlot): boolean {
+    return !this.o.pollOnly || slot.subs.some((s) => s.primary);
+  }
+
+  private onOptionalKind(gvr: GVR, installed: boolean): void {
+    const slot = this.slots.get(this.slotKey(gvr));
+    if (!slot) return;
+    if (installed && !slot.informer && this.eager(slot)) {
+      const inf = this.makeInformer(slot);
+      slot.informer = inf;
+      inf.start();
+      // Objects that waited for this kind (e.g. a source reporting ForkliftNotInstalled) look again once the
+      // cache can answer.
+      void inf.waitForSync().then(() => this.requeueSubscribers(slot));
+    } else if (!installed && slot.informer) {
+      const inf = slot.informer;
+      slot.informer = undefined;
+      void inf.stop();
+      this.requeueSubscribers(slot);
+    }
+  }
+
+  private requeueSubscribers(slot: InformerSlot): void {
+    for (const s of new Set(slot.subs.map((x) => x.reconciler))) {
+      const primary = this.slots.get(this.slotKey(s.r.primary))?.informer;
+      for (const o of primary?.store.list() ?? []) s.queue.add(keyString({ namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' }));
+    }
+  }
+
+  /** Caches of required kinds synced (optional kinds never count). */
+  ready(): boolean {
+    if (!this.discovery.hasSynced()) return false;
+    for (const slot of this.slots.values()) if (!slot.gvr.optional && this.eager(slot) && !slot.informer?.hasSynced()) return false;
+    return true;
+  }
+
+  async waitForSync(): Promise<void> {
+    await this.discovery.waitForSync();
+    await Promise.all([...this.slots.values()].filter((s) => !s.gvr.optional && this.eager(s)).map((s) => s.informer?.waitForSync()));
+  }
+
+  cache<T extends KubeObject = KubeObject>(gvr: GVR): Cache<T> | undefined {
+    const slot = this.slots.get(this.slotKey(gvr));
+    if (slot && !slot.informer && this.started && this.o.pollOnly && (!slot.gvr.optional || this.discovery.installed(slot.gvr))) {
+      // Poll-only: the first read of a kind starts its informer (a cache, not a trigger); subscribers look
+      // again once it can answer, as after an optional kind appears.
+      const inf = this.makeInformer(slot);
+      slot.informer = inf;
+      inf.start();
+      void inf.waitForSync().then(() => this.requeueSubscribers(slot));
+    }
+    const inf = slot?.informer;
+    return inf?.hasSynced() ? (inf.store as unknown as Cache<T>) : undefined;
+  }
+
+  informer(gvr: GVR): Informer | undefined {
+    return this.slots.get(this.slotKey(gvr))?.informer;
+  }
+
+  installed(gvr: GVR): boolean {
+    return this.discovery.installed(gvr);
+  }
+
+  /** Starts N workers per reconciler (call when leading). */
+  startWorkers(): void {
+    if (this.workersStarted) return;
+    this.workersStarted = true;
+    const n = Math.max(1, this.o.workers ?? 2);
+    for (const reg of this.registered) for (let i = 0; i < n; i++) this.workers.push(this.worker(reg));
+  }
+
+  private async worker(reg: Registered): Promise<void> {
+    for (;;) {
+      const k = await reg.queue.get();
+      if (k === undefined) return;
+      try {
+        await this.processOne(reg, k);
+      } finally {
+        reg.queue.done(k);
+      }
+    }
+  }
+
+  private async processOne(reg: Registered, k: string): Promise<void> {
+    const key = parseKey(k);
+    const m = this.o.metrics;
+    const name = reg.r.name;
+    const log = reg.log.child({ namespace: key.namespace, name: key.name });
+    const ctx: ReconcileContext = {
+      client: this.o.client,
+      cache: <T extends KubeObject = KubeObject>(gvr: GVR) => this.cache<T>(gvr),
+      installed: (gvr) => this.installed(gvr),
+      log,
+      events: this.o.events,
+      now: this.o.now ?? (() => new Date()),
+    };
+    const end = m.reconcileDuration.startTimer({ controller: name });
+    try {
+      const res = await reg.r.reconcile(key, ctx);
+      reg.queue.forget(k);
+      if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) {
+        reg.queue.addAfter(k, requeueDelay(res.requeueAfterMs, this.o));
+        m.reconcileTotal.inc({ controller: name, result: 'requeue' });
+      } else {
+        m.reconcileTotal.inc({ controller: name, result: 'success' });
+      }
+    } catch (e) {
+      if (e instanceof TerminalError) {
+        reg.queue.forget(k);
+        m.reconcileTotal.inc({ controller: name, result: 'terminal' });
+        m.reconcileErrors.inc({ controller: name, reason: e.reason });
+        log.warn({ reason: e.reason, err: e.message }, 'terminal error; not retrying');
+      } else {
+        const reason = e instanceof ApiError ? e.reason : 'Error';
+        m.reconcileTotal.inc({ controller: name, result: 'error' });
+        m.reconcileErrors.inc({ controller: name, reason });
+        log.warn({ err: (e as Error).message, reason, retries: reg.queue.numRequeues(k) }, 'reconcile failed; retrying with backoff');
+        reg.queue.addRateLimited(k);
+      }
+    } finally {
+      end();
+    }
+  }
+
+  /** Enqueues a key by hand (tests, cross-controller nudges). */
+  enqueue(reconciler: string, key: ObjectKey): void {
+    this.registered.find((r) => r.r.name === reconciler)?.queue.add(keyString(key));
+  }
+
+  async stop(): Promise<void> {
+    for (const reg of this.registered) reg.queue.shutdown();
+    await Promise.all(this.workers);
+    await Promise.all([...this.slots.values()].map((s) => s.informer?.stop()));
+    await this.discovery.stop();
+  }
+}
+
+/** The delay a requeue really gets: as asked, or in poll-only mode every delayed look becomes one poll period. */
+export function requeueDelay(askedMs: number, o: Pick<ManagerOptions, 'pollOnly' | 'pollIntervalMs'>): number {
+  if (!o.pollOnly || askedMs === 0) return askedMs;
+  return o.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+}
+
+/** The Go anchor's period while a transfer runs. */
+export const DEFAULT_POLL_INTERVAL_MS = 20_000;

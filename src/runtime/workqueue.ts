@@ -1,0 +1,223 @@
+// A rate-limited work queue with client-go semantics (k8s.io/client-go/util/workqueue):
+// - de-duplication: a key waiting in the queue is held once however often it is added;
+// - a key being processed is never handed to a second worker; if it is added meanwhile it is marked dirty
+//   and queued again when the first worker calls done();
+// - per-key exponential backoff on failure combined (max) with an overall token bucket;
+// - addAfter for timed requeues; forget resets a key's failure count; shutdown wakes every waiter.
+
+export interface RateLimiter {
+  /** Delay before `key` may be processed again; counts as one failure. */
+  when(key: string): number;
+  /** Clears the key's failure history. */
+  forget(key: string): void;
+  numRequeues(key: string): number;
+}
+
+/** base·2^failures, capped. */
+export class ItemExponentialFailureRateLimiter implements RateLimiter {
+  private readonly failures = new Map<string, number>();
+  private readonly baseMs: number;
+  private readonly maxMs: number;
+  constructor(baseMs: number, maxMs: number) {
+    this.baseMs = baseMs;
+    this.maxMs = maxMs;
+  }
+  when(key: string): number {
+    const n = this.failures.get(key) ?? 0;
+    this.failures.set(key, n + 1);
+    // 2^n overflows to Infinity for large n; min() keeps it at the cap.
+    return Math.min(this.baseMs * Math.pow(2, n), this.maxMs);
+  }
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+  numRequeues(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+}
+
+/** Overall token bucket: `qps` steady rate, `burst` tokens. Tokens may go negative (reservations). */
+export class BucketRateLimiter implements RateLimiter {
+  private tokens: number;
+  private last: number;
+  private readonly qps: number;
+  private readonly burst: number;
+  private readonly now: () => number;
+  constructor(qps: number, burst: number, now: () => number = () => performance.now()) {
+    this.qps = qps;
+    this.burst = burst;
+    this.tokens = burst;
+    this.now = now;
+    this.last = now();
+  }
+  when(_key: string): number {
+    const t = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.qps);
+    this.last = t;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
+  }
+  forget(_key: string): void {}
+  numRequeues(_key: string): number {
+    return 0;
+  }
+}
+
+/** The worst (longest) delay of several limiters. */
+export class MaxOfRateLimiter implements RateLimiter {
+  private readonly limiters: RateLimiter[];
+  constructor(...limiters: RateLimiter[]) {
+    this.limiters = limiters;
+  }
+  when(key: string): number {
+    return Math.max(...this.limiters.map((l) => l.when(key)));
+  }
+  forget(key: string): void {
+    for (const l of this.limiters) l.forget(key);
+  }
+  numRequeues(key: string): number {
+    return Math.max(...this.limiters.map((l) => l.numRequeues(key)));
+  }
+}
+
+// client-go's DefaultControllerRateLimiter: 5 ms doubling to 1000 s per key — a failing object is retried
+// quickly at first without hammering the API server forever — and 10 qps / burst 100 overall so a storm of
+// failures across many keys cannot exceed a steady request rate.
+export const BACKOFF_BASE_MS = 5;
+export const BACKOFF_MAX_MS = 1000 * 1000;
+export const BUCKET_QPS = 10;
+export const BUCKET_BURST = 100;
+
+export function defaultControllerRateLimiter(): RateLimiter {
+  return new MaxOfRateLimiter(new ItemExponentialFailureRateLimiter(BACKOFF_BASE_MS, BACKOFF_MAX_MS), new BucketRateLimiter(BUCKET_QPS, BUCKET_BURST));
+}
+
+export interface QueueMetrics {
+  depth(n: number): void;
+  add(): void;
+  retry(): void;
+  latency(seconds: number): void;
+  workDuration(seconds: number): void;
+}
+
+export class WorkQueue {
+  readonly name: string;
+  private readonly queue: string[] = [];
+  private readonly dirty = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly addedAt = new Map<string, number>();
+  private readonly startedAt = new Map<string, number>();
+  private readonly waiters: Array<(k: string | undefined) => void> = [];
+  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly limiter: RateLimiter;
+  private readonly metrics: QueueMetrics | undefined;
+  private down = false;
+
+  constructor(name: string, o: { rateLimiter?: RateLimiter; metrics?: QueueMetrics } = {}) {
+    this.name = name;
+    this.limiter = o.rateLimiter ?? defaultControllerRateLimiter();
+    this.metrics = o.metrics;
+  }
+
+  add(key: string): void {
+    if (this.down) return;
+    if (this.dirty.has(key)) return;
+    this.metrics?.add();
+    this.dirty.add(key);
+    if (this.processing.has(key)) return; // re-queued by done()
+    this.push(key);
+  }
+
+  private push(key: string): void {
+    this.addedAt.set(key, performance.now());
+    const w = this.waiters.shift();
+    if (w) {
+      this.take(key);
+      w(key);
+      return;
+    }
+    this.queue.push(key);
+    this.metrics?.depth(this.queue.length);
+  }
+
+  private take(key: string): void {
+    this.processing.add(key);
+    this.dirty.delete(key);
+    const t = this.addedAt.get(key);
+    if (t !== undefined) this.metrics?.latency((performance.now() - t) / 1000);
+    this.addedAt.delete(key);
+    this.startedAt.set(key, performance.now());
+  }
+
+  /** Adds `key` after `ms`; of several pending timed adds of one key the earliest wins. */
+  addAfter(key: string, ms: number): void {
+    if (this.down) return;
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
+    const at = performance.now() + ms;
+    const prev = this.timers.get(key);
+    if (prev && prev.at <= at) return;
+    if (prev) clearTimeout(prev.timer);
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, ms);
+    timer.unref?.();
+    this.timers.set(key, { at, timer });
+  }
+
+  /** Re-adds after the rate limiter's delay (one more failure for the key). */
+  addRateLimited(key: string): void {
+    this.metrics?.retry();
+    this.addAfter(key, this.limiter.when(key));
+  }
+
+  forget(key: string): void {
+    this.limiter.forget(key);
+  }
+
+  numRequeues(key: string): number {
+    return this.limiter.numRequeues(key);
+  }
+
+  /** Waits for the next key; undefined once shut down. The caller must call done(key). */
+  get(): Promise<string | undefined> {
+    if (this.down) return Promise.resolve(undefined);
+    const key = this.queue.shift();
+    if (key !== undefined) {
+      this.metrics?.depth(this.queue.length);
+      this.take(key);
+      return Promise.resolve(key);
+    }
+    return new Promise((r) => this.waiters.push(r));
+  }
+
+  done(key: string): void {
+    this.processing.delete(key);
+    const t = this.startedAt.get(key);
+    if (t !== undefined) this.metrics?.workDuration((performance.now() - t) / 1000);
+    this.startedAt.delete(key);
+    if (this.dirty.has(key) && !this.down) this.push(key);
+  }
+
+  len(): number {
+    return this.queue.length;
+  }
+
+  isProcessing(key: string): boolean {
+    return this.processing.has(key);
+  }
+
+  shutdown(): void {
+    this.down = true;
+    for (const t of this.timers.values()) clearTimeout(t.timer);
+    this.timers.clear();
+    for (const w of this.waiters.splice(0)) w(undefined);
+  }
+
+  get shuttingDown(): boolean {
+    return this.down;
+  }
+}

@@ -1,0 +1,46 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TTLCache, normaliseHosts, normaliseVM, withTimeout } from './facts.ts';
+
+test('a burst of lookups costs one load; a fresh entry is served from the cache', async () => {
+  let now = 0;
+  const c = new TTLCache({ now: () => now });
+  let loads = 0;
+  const load = async () => ++loads;
+  const all = await Promise.all(Array.from({ length: 10 }, () => c.get('k', 100, load)));
+  assert.equal(loads, 1);
+  assert.ok(all.every((r) => r.value === 1 && !r.cached));
+  now = 50;
+  assert.deepEqual(await c.get('k', 100, load), { value: 1, cached: true });
+});
+
+test('a stale entry is served at once and refreshed in the background; past staleness it is reloaded', async () => {
+  let now = 0;
+  const c = new TTLCache({ now: () => now });
+  let loads = 0;
+  const load = async () => ++loads;
+  await c.get('k', 100, load, { staleMs: 600 });
+  now = 200;
+  assert.deepEqual(await c.get('k', 100, load, { staleMs: 600 }), { value: 1, cached: true });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(loads, 2, 'refreshed behind the answer');
+  assert.deepEqual(await c.get('k', 100, load, { staleMs: 600 }), { value: 2, cached: true });
+  now = 2000;
+  assert.deepEqual(await c.get('k', 100, load, { staleMs: 600 }), { value: 3, cached: false });
+  assert.deepEqual(await c.get('k', 100, load, { fresh: true }), { value: 4, cached: false });
+});
+
+test('failed loads are not cached and reads are bounded', async () => {
+  const c = new TTLCache();
+  await assert.rejects(c.get('k', 1000, async () => Promise.reject(new Error('boom'))));
+  assert.deepEqual(await c.get('k', 1000, async () => 'ok'), { value: 'ok', cached: false });
+  await assert.rejects(withTimeout(new Promise(() => undefined), 20, 'reading X'), /reading X timed out after 20 ms/);
+});
+
+test('inventory answers are reduced to the fields used, whatever their shape', () => {
+  assert.deepEqual(normaliseVM({ name: 'web', host: 'host-1', disks: [{ capacity: 5, key: 1 }, { capacity: 'x' }, 7], extra: true }), { name: 'web', host: 'host-1', disks: [{ capacity: 5 }, { capacity: 0 }, { capacity: 0 }] });
+  assert.equal(normaliseVM('junk'), null);
+  assert.deepEqual(normaliseVM({ id: 'vm-1', disks: 'x' }), { name: 'vm-1', host: undefined, disks: [] });
+  assert.deepEqual(normaliseHosts([{ id: 'host-1', name: '10.0.0.1' }, { id: 2 }, null]), [{ id: 'host-1', name: '10.0.0.1' }]);
+  assert.deepEqual(normaliseHosts({}), []);
+});

@@ -1,0 +1,192 @@
+// The thin async layer: gathers what the pure validators need from the cluster and the inventory.
+// Every read is bounded (the API server gives the whole webhook call 5 s) and cached for a short TTL;
+// a read that fails or times out becomes a Fact error, which validators turn into a warning.
+import { GVRs } from '../runtime/gvr.ts';
+import { isNotFound, ApiError, type KubeClient, type KubeObject } from '../runtime/kube.ts';
+import type { ServiceCIDRResolver } from '../preflight/cidr.ts';
+import type { StorageClassLike } from '../preflight/storage.ts';
+import { asArray, asObject, asString, type Fact, type JsonObject } from './fields.ts';
+import type { SourceFacts } from './validate-source.ts';
+import type { InventoryHost, InventoryReader, InventoryVM, QuotaLike, TaskFacts } from './validate-task.ts';
+
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ApiError(0, 'Timeout', `${what} timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+/** A TTL cache with in-flight de-duplication: a burst of reviews costs one read. */
+export class TTLCache {
+  private readonly entries = new Map<string, { at: number; value: unknown }>();
+  private readonly inflight = new Map<string, Promise<unknown>>();
+  private readonly now: () => number;
+  /** Bounded so a flood of distinct namespaces or VM ids cannot grow memory without limit. */
+  private readonly maxEntries: number;
+  constructor(o: { now?: () => number; maxEntries?: number } = {}) {
+    this.now = o.now ?? Date.now;
+    this.maxEntries = o.maxEntries ?? 10_000;
+  }
+  /**
+   * Fresh within `ttlMs`; between `ttlMs` and `staleMs` the cached value is returned at once and refreshed
+   * in the background (a slow API server then delays one refresh, not every review behind it).
+   */
+  async get<T>(key: string, ttlMs: number, load: () => Promise<T>, o: { fresh?: boolean; cacheIf?: (v: T) => boolean; staleMs?: number } = {}): Promise<{ value: T; cached: boolean }> {
+    const e = this.entries.get(key);
+    const age = e ? this.now() - e.at : Infinity;
+    if (!o.fresh && e && age < ttlMs) return { value: e.value as T, cached: true };
+    if (!o.fresh && e && age < (o.staleMs ?? 0)) {
+      this.load(key, load, o.cacheIf).catch(() => undefined);
+      return { value: e.value as T, cached: true };
+    }
+    return { value: await this.load(key, load, o.cacheIf), cached: false };
+  }
+
+  private load<T>(key: string, load: () => Promise<T>, cacheIf?: (v: T) => boolean): Promise<T> {
+    let p = this.inflight.get(key) as Promise<T> | undefined;
+    if (!p) {
+      p = load().then((value) => {
+        if (!cacheIf || cacheIf(value)) {
+          if (this.entries.size >= this.maxEntries && !this.entries.has(key)) this.entries.delete(this.entries.keys().next().value as string);
+          this.entries.set(key, { at: this.now(), value });
+        }
+        return value;
+      });
+      const tracked = p.finally(() => this.inflight.delete(key));
+      this.inflight.set(key, tracked);
+      tracked.catch(() => undefined);
+    }
+    return p;
+  }
+}
+
+function errText(e: unknown): string {
+  if (e instanceof ApiError) return e.code ? `HTTP ${e.code} ${e.reason}: ${e.message.slice(0, 200)}` : e.message.slice(0, 200);
+  return e instanceof Error ? e.message.slice(0, 200) : String(e).slice(0, 200);
+}
+
+/** 404 from the API (ApiError) or the inventory (InventoryError: status 404, code 'NotFound'). */
+function looksNotFound(e: unknown): boolean {
+  if (isNotFound(e)) return true;
+  const x = (e ?? {}) as { code?: unknown; status?: unknown; statusCode?: unknown };
+  return x.status === 404 || x.statusCode === 404 || x.code === 404 || x.code === 'NotFound';
+}
+
+/** The inventory is another service: take only the fields we use, in the types we expect. */
+export function normaliseVM(x: unknown): InventoryVM | null {
+  const o = asObject(x);
+  if (!o) return null;
+  const disks = (asArray(o.disks) ?? []).map((d) => ({ capacity: Number(asObject(d)?.capacity) || 0 }));
+  return { name: asString(o.name) ?? asString(o.id) ?? '', host: asString(o.host), disks };
+}
+
+export function normaliseHosts(x: unknown): InventoryHost[] {
+  return (asArray(x) ?? []).map(asObject).flatMap((h) => (h && typeof h.id === 'string' && typeof h.name === 'string' ? [{ id: h.id, name: h.name }] : []));
+}
+
+export interface FactsOptions {
+  client: KubeClient;
+  inventory?: InventoryReader;
+  cidr: ServiceCIDRResolver;
+  /** Namespace the Service-CIDR probe Service is created in; default: the request's namespace. */
+  probeNamespace?: string;
+  /** Bound on each read. The API server waits 5 s for the whole call; two sequential reads must fit. */
+  readTimeoutMs?: number;
+  /** TTL of cached cluster reads (storage classes, quotas, sources). */
+  cacheTtlMs?: number;
+  /** TTL of cached inventory reads (VM disks and hosts change rarely). */
+  inventoryTtlMs?: number;
+}
+
+export interface Gathered<F> {
+  facts: F;
+  /** Some fact came from the cache: a denial is re-checked with fresh reads before it is returned. */
+  usedCache: boolean;
+}
+
+export class FactsGatherer {
+  private readonly o: Required<Omit<FactsOptions, 'inventory' | 'probeNamespace'>> & Pick<FactsOptions, 'inventory' | 'probeNamespace'>;
+  private readonly cache = new TTLCache();
+
+  constructor(o: FactsOptions) {
+    this.o = { ...o, readTimeoutMs: o.readTimeoutMs ?? 1500, cacheTtlMs: o.cacheTtlMs ?? 5000, inventoryTtlMs: o.inventoryTtlMs ?? 30_000 };
+  }
+
+  private async fact<T>(key: string, ttl: number, what: string, load: () => Promise<T>, fresh: boolean, flags: { cached: boolean }, cacheIf?: (v: T) => boolean): Promise<Fact<T>> {
+    try {
+      // Serve up to 6 TTLs stale while refreshing; denials are re-checked with fresh reads anyway.
+      const r = await this.cache.get(key, ttl, () => withTimeout(load(), this.o.readTimeoutMs, what), { fresh, cacheIf, staleMs: ttl * 6 });
+      if (r.cached) flags.cached = true;
+      return { value: r.value };
+    } catch (e) {
+      return { error: errText(e) };
+    }
+  }
+
+  private serviceCIDRs(namespace: string): Promise<Fact<string[] | undefined>> {
+    return withTimeout(this.o.cidr.resolve(this.o.probeNamespace ?? namespace), this.o.readTimeoutMs * 2, 'learning the Service CIDR').then(
+      (r) => ({ value: r?.cidrs }),
+      (e: unknown) => ({ error: errText(e) }),
+    );
+  }
+
+  async sourceFacts(namespace: string, needCIDR: boolean): Promise<Gathered<SourceFacts>> {
+    return { facts: { serviceCIDRs: needCIDR ? await this.serviceCIDRs(namespace) : { value: undefined } }, usedCache: false };
+  }
+
+  async taskFacts(namespace: string, task: JsonObject, fresh = false): Promise<Gathered<TaskFacts>> {
+    const flags = { cached: false };
+    const spec = asObject(task.spec) ?? {};
+    const sourceName = asString(asObject(spec.sourceRef)?.name) ?? '';
+    const vmIds = [...new Set((asArray(spec.vms) ?? []).map((v) => asString(asObject(v)?.id)).filter((x): x is string => !!x))].slice(0, 256);
+    const ttl = this.o.cacheTtlMs;
+    const client = this.o.client;
+
+    const sourceP: Promise<Fact<JsonObject | undefined>> = sourceName
+      ? this.fact(`source/${namespace}/${sourceName}`, ttl, `reading VMImportSource ${sourceName}`, () => client.get<KubeObject>(GVRs.VMImportSource, namespace, sourceName) as Promise<JsonObject | undefined>, fresh, flags, (v) => v !== undefined)
+      : Promise.resolve({ value: undefined });
+    const classesP = this.fact('storageclasses', ttl, 'listing storage classes', async () => (await client.list<KubeObject>(GVRs.StorageClass)).items as unknown as StorageClassLike[], fresh, flags);
+    const quotasP = this.fact(`quotas/${namespace}`, ttl, 'listing resource quotas', async () => (await client.list<KubeObject>(GVRs.ResourceQuota, namespace)).items as unknown as QuotaLike[], fresh, flags);
+    const cidrP = this.serviceCIDRs(namespace);
+    const inventoryP = sourceP.then(async (src): Promise<TaskFacts['inventory']> => {
+      if (!this.o.inventory) return { error: 'no inventory client configured' };
+      if ('error' in src) return { error: `the source could not be read: ${src.error}` };
+      const providerUID = asString(asObject(asObject(src.value?.status)?.provider)?.uid);
+      if (!src.value) return { error: 'the source does not exist' };
+      if (!providerUID) return { error: 'the source has not registered with Forklift yet (no status.provider.uid)' };
+      const inv = this.o.inventory;
+      const invTtl = this.o.inventoryTtlMs;
+      const hostsF = this.fact(`hosts/${providerUID}`, invTtl, 'listing inventory hosts', () => inv.listHosts(providerUID), fresh, flags);
+      const vmFs = vmIds.map(async (id): Promise<[string, Fact<InventoryVM | null>]> => {
+        const f = await this.fact<InventoryVM | null>(
+          `vm/${providerUID}/${id}`,
+          invTtl,
+          `reading VM ${id} from the inventory`,
+          async () => {
+            try {
+              return normaliseVM(await inv.getVM(providerUID, id));
+            } catch (e) {
+              if (looksNotFound(e)) return null;
+              throw e;
+            }
+          },
+          fresh,
+          flags,
+          (v) => v !== null,
+        );
+        return [id, f];
+      });
+      const [hosts, ...vms] = await Promise.all([hostsF, ...vmFs]);
+      if ('error' in hosts) return { error: hosts.error };
+      const out: Record<string, InventoryVM | null> = {};
+      for (const [id, f] of vms) {
+        if ('error' in f) return { error: f.error };
+        out[id] = f.value;
+      }
+      return { value: { vms: out, hosts: normaliseHosts(hosts.value) } };
+    });
+    const [source, storageClasses, quotas, serviceCIDRs, inventory] = await Promise.all([sourceP, classesP, quotasP, cidrP, inventoryP]);
+    return { facts: { source, storageClasses, quotas, serviceCIDRs, inventory }, usedCache: flags.cached };
+  }
+}

@@ -1,0 +1,207 @@
+// The admission server: HTTPS (node:https), AdmissionReview admission.k8s.io/v1, stateless (safe with
+// several replicas). Every answer to a POST on a review path is a well-formed AdmissionReview with HTTP
+// 200 — garbage in gets a denial with a message, never a 5xx, a hang or a crash.
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { KubeClient } from '../runtime/kube.ts';
+import { GROUP, KIND_SOURCE, KIND_TASK } from '../api/types.ts';
+import { ServiceCIDRResolver } from '../preflight/cidr.ts';
+import type { CertSource } from './certs.ts';
+import { PATHS } from './config.ts';
+import { FactsGatherer, withTimeout } from './facts.ts';
+import { asObject, asString } from './fields.ts';
+import { buildResponse, parseReview, verdict, type AdmissionRequest, type AdmissionReview, type Verdict } from './review.ts';
+import { sourceNeedsServiceCIDR, validateSource } from './validate-source.ts';
+import { validateTask, type InventoryReader } from './validate-task.ts';
+
+/**
+ * An AdmissionReview carries the object and the old object (each up to the API server's 3 MiB request
+ * limit) plus envelope; anything larger is not from the API server and is refused without buffering it.
+ */
+export const MAX_BODY_BYTES = 8 * 1024 * 1024;
+/** Answer before the API server's own 5 s timeout turns our silence into a bare "context deadline exceeded". */
+export const HANDLER_DEADLINE_MS = 4000;
+
+export interface WebhookServerOptions {
+  port: number;
+  host?: string;
+  client: KubeClient;
+  certs: CertSource;
+  inventory?: InventoryReader;
+  /** Service CIDR(s) from configuration (comma-separated); otherwise discovered. */
+  serviceCIDR?: string;
+  /** Namespace for the Service-CIDR probe; default the request's namespace. */
+  probeNamespace?: string;
+  /** Bound on each cluster/inventory read (default 1500 ms). */
+  readTimeoutMs?: number;
+  /** TTL of cached cluster reads (default 5 s). */
+  cacheTtlMs?: number;
+  logger?: Logger;
+  /** Called after each review (metrics, benchmarks). */
+  observe?: (path: string, allowed: boolean, ms: number) => void;
+}
+
+export interface WebhookServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface Reviewer {
+  review(path: string, body: unknown): Promise<AdmissionReview>;
+}
+
+/** The review logic without the transport (used by the server and directly by unit tests). */
+export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | 'certs'>): Reviewer {
+  const cidr = new ServiceCIDRResolver(o.client, { override: o.serviceCIDR, timeoutMs: o.readTimeoutMs ?? 1500 });
+  const gatherer = new FactsGatherer({ client: o.client, inventory: o.inventory, cidr, probeNamespace: o.probeNamespace, readTimeoutMs: o.readTimeoutMs, cacheTtlMs: o.cacheTtlMs });
+
+  async function decide(path: string, req: AdmissionRequest): Promise<Verdict> {
+    const isSourcePath = path === PATHS.validateSource || path === PATHS.earlySource;
+    const expectKind = isSourcePath ? KIND_SOURCE : KIND_TASK;
+    if (req.kind.group !== GROUP || req.kind.kind !== expectKind) {
+      return verdict([`this endpoint admits ${GROUP} ${expectKind}, not ${req.kind.group || 'core'} ${req.kind.kind}`], []);
+    }
+    // Status writes and deletions are not ours to judge.
+    if (req.subResource || req.operation === 'DELETE' || req.operation === 'CONNECT') return verdict([], []);
+    const obj = asObject(req.object);
+    const namespace = req.namespace || asString(asObject(obj?.metadata)?.namespace) || '';
+    if (isSourcePath) {
+      const need = req.operation === 'CREATE' || req.operation === 'UPDATE' ? sourceNeedsServiceCIDR(obj) : false;
+      const { facts } = await gatherer.sourceFacts(namespace, need);
+      const v = validateSource(req.operation, req.object, req.oldObject, facts);
+      // The early (mutating) pass only denies; its warnings would be shown twice.
+      return path === PATHS.earlySource ? verdict(v.problems, []) : v;
+    }
+    if (path === PATHS.earlyTask) {
+      // Before the schema: structural problems only, denials only (the validating pass warns).
+      const v = validateTask(req.operation, req.object, req.oldObject, undefined);
+      return verdict(v.problems, []);
+    }
+    if (req.operation === 'UPDATE' || !obj) return validateTask(req.operation, req.object, req.oldObject, undefined);
+    let g = await gatherer.taskFacts(namespace, obj);
+    let v = validateTask(req.operation, req.object, req.oldObject, g.facts);
+    if (!v.allowed && g.usedCache) {
+      // Never deny on a stale view (a storage class or source created a second ago): re-read and re-judge.
+      g = await gatherer.taskFacts(namespace, obj, true);
+      v = validateTask(req.operation, req.object, req.oldObject, g.facts);
+    }
+    return v;
+  }
+
+  return {
+    async review(path: string, body: unknown): Promise<AdmissionReview> {
+      const parsed = parseReview(body);
+      if (!parsed.ok) return buildResponse(parsed.apiVersion, parsed.uid, verdict([parsed.error], []));
+      const { review } = parsed;
+      const req = review.request;
+      try {
+        const v = await withTimeout(decide(path, req), HANDLER_DEADLINE_MS, 'admission checks');
+        return buildResponse(review.apiVersion, req.uid, v);
+      } catch (e) {
+        o.logger?.error({ err: (e as Error).message, uid: req.uid, path }, 'admission review failed');
+        return buildResponse(review.apiVersion, req.uid, verdict([`the admission checks could not complete (${(e as Error).message.slice(0, 200)}); try again`], []));
+      }
+    },
+  };
+}
+
+function readBody(req: IncomingMessage): Promise<{ text: string } | { tooLarge: true }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on('data', (c: Buffer) => {
+      if (done) return;
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        done = true;
+        req.resume();
+        resolve({ tooLarge: true });
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      if (!done) resolve({ text: Buffer.concat(chunks).toString('utf8') });
+    });
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export async function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
+  await opts.certs.start();
+  const reviewer = createReviewer(opts);
+  const reviewPaths = new Set<string>(Object.values(PATHS));
+  const initial = opts.certs.current();
+  const server = https.createServer({ cert: initial.cert, key: initial.key, minVersion: 'TLSv1.2' }, (req, res) => {
+    void (async () => {
+      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) return send(res, 200, 'ok', 'text/plain');
+      if (!reviewPaths.has(path)) return send(res, 404, 'not found', 'text/plain');
+      if (req.method !== 'POST') return send(res, 405, 'POST an AdmissionReview', 'text/plain');
+      const t0 = performance.now();
+      let out: AdmissionReview;
+      try {
+        const body = await readBody(req);
+        if ('tooLarge' in body) {
+          out = buildResponse('admission.k8s.io/v1', '', verdict([`malformed AdmissionReview: body larger than ${MAX_BODY_BYTES} bytes`], []));
+        } else {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(body.text);
+          } catch {
+            parsed = undefined;
+          }
+          out = parsed === undefined ? buildResponse('admission.k8s.io/v1', '', verdict(['malformed AdmissionReview: the body is not JSON'], [])) : await reviewer.review(path, parsed);
+        }
+      } catch (e) {
+        out = buildResponse('admission.k8s.io/v1', '', verdict([`malformed AdmissionReview: ${(e as Error).message.slice(0, 200)}`], []));
+      }
+      send(res, 200, out);
+      const allowed = out.response?.allowed ?? false;
+      opts.observe?.(path, allowed, performance.now() - t0);
+      if (!allowed) opts.logger?.info({ path, uid: out.response?.uid, message: out.response?.status?.message }, 'admission denied');
+    })().catch((e: unknown) => {
+      opts.logger?.error({ err: (e as Error).message }, 'webhook handler crashed');
+      send(res, 200, buildResponse('admission.k8s.io/v1', '', verdict(['internal error in the admission webhook; try again'], [])));
+    });
+  });
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 15_000;
+  server.on('clientError', (_e, socket) => socket.destroy());
+  opts.certs.onChange((c) => {
+    try {
+      // New connections get the new certificate; open keep-alive connections finish on the old one.
+      server.setSecureContext({ cert: c.cert, key: c.key, minVersion: 'TLSv1.2' });
+      opts.logger?.info('webhook serving certificate reloaded');
+    } catch (e) {
+      opts.logger?.error({ err: (e as Error).message }, 'could not load the new webhook certificate; keeping the old one');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host ?? '0.0.0.0', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        opts.certs.stop();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

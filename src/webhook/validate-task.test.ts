@@ -1,0 +1,116 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { validateTask, type TaskFacts, type InventoryVM } from './validate-task.ts';
+
+const Gi = 2 ** 30;
+const immediate = { metadata: { name: 'replicated' }, provisioner: 'x', volumeBindingMode: 'Immediate' };
+const wffc = { metadata: { name: 'local', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } }, provisioner: 'x', volumeBindingMode: 'WaitForFirstConsumer' };
+const readySource = (hosts: unknown[] = []) => ({
+  metadata: { name: 'vc', namespace: 't' },
+  spec: { type: 'vsphere', hosts },
+  status: { provider: { uid: 'p-1' }, conditions: [{ type: 'Ready', status: 'True', reason: 'Connected', message: '' }] },
+});
+const vm = (name: string, disks: number, host = 'host-1', gib = 10): InventoryVM => ({ name, host, disks: Array.from({ length: disks }, () => ({ capacity: gib * Gi })) });
+
+function facts(o: Partial<TaskFacts> = {}): TaskFacts {
+  return {
+    source: { value: readySource() },
+    storageClasses: { value: [immediate, wffc] },
+    serviceCIDRs: { value: ['10.96.0.0/12'] },
+    inventory: { value: { vms: { 'vm-1': vm('web', 1), 'vm-2': vm('db', 3) }, hosts: [{ id: 'host-1', name: '192.168.1.10' }, { id: 'host-2', name: '10.96.5.5' }] } },
+    quotas: { value: [] },
+    ...o,
+  };
+}
+const task = (spec: Record<string, unknown>) => ({ metadata: { name: 'imp', namespace: 't' }, spec: { sourceRef: { name: 'vc' }, vms: [{ id: 'vm-1' }], storageClass: 'replicated', ...spec } });
+
+test('a valid task passes without warnings', () => {
+  assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-1' }, { id: 'vm-2', name: 'db-01' }] }), undefined, facts()), { allowed: true, problems: [], warnings: [] });
+});
+
+test('a missing source denies; a source that is not Ready warns', () => {
+  assert.deepEqual(validateTask('CREATE', task({}), undefined, facts({ source: { value: undefined } })).problems, [
+    'spec.sourceRef.name: VMImportSource "vc" does not exist in namespace "t"; create it first or fix the name',
+  ]);
+  const notReady = readySource();
+  notReady.status.conditions[0] = { type: 'Ready', status: 'False', reason: 'AuthenticationFailed', message: 'incorrect user name or password' };
+  const v = validateTask('CREATE', task({}), undefined, facts({ source: { value: notReady } }));
+  assert.equal(v.allowed, true);
+  assert.deepEqual(v.warnings, ['VMImportSource "vc" is not Ready (AuthenticationFailed: incorrect user name or password); the task waits until it is']);
+});
+
+test('a WaitForFirstConsumer default class is refused naming it, its mode and the Immediate classes', () => {
+  assert.deepEqual(validateTask('CREATE', task({ storageClass: undefined }), undefined, facts()).problems, [
+    'spec.storageClass: the cluster default storage class "local" has volumeBindingMode WaitForFirstConsumer; the import needs a class that binds Immediate, or its transfer volumes never bind (storage classes that bind Immediate: replicated)',
+  ]);
+});
+
+test('a name too long for the disks the inventory reports is refused; the same name with fewer disks passes', () => {
+  const name = 'a'.repeat(38);
+  const f = facts();
+  (f.inventory as { value: { vms: Record<string, InventoryVM> } }).value.vms['vm-12'] = vm('big', 12);
+  assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-12', name }] }), undefined, f).problems, [
+    `spec.vms[0].name: VMDisk name "${name}-disk-11" is 46 characters; the limit is 45 (Helm release names are limited to 53, minus the "vm-disk-" prefix); with 12 disks the VM name may have at most 37 characters`,
+  ]);
+  assert.equal(validateTask('CREATE', task({ vms: [{ id: 'vm-2', name }] }), undefined, f).allowed, true);
+});
+
+test('without the inventory names are checked against 100 disks, with a warning saying so', () => {
+  const v = validateTask('CREATE', task({ vms: [{ id: 'vm-1', name: 'a'.repeat(38) }] }), undefined, facts({ inventory: { error: 'connection refused' } }));
+  assert.equal(v.allowed, false);
+  assert.match(v.problems[0]!, /-disk-99" is 46 characters.*\(the inventory could not tell this VM's disk count, so 100 disks were assumed\)$/);
+  assert.deepEqual(v.warnings, ['could not read the inventory of VMImportSource "vc" (connection refused); VM names were checked assuming up to 100 disks per VM, and host addresses and quota were not checked']);
+  assert.equal(validateTask('CREATE', task({ vms: [{ id: 'vm-1', name: 'a'.repeat(37) }] }), undefined, facts({ inventory: { error: 'x' } })).allowed, true);
+});
+
+test('duplicate ids and two VMs with one output name are refused', () => {
+  const v = validateTask('CREATE', task({ vms: [{ id: 'vm-1', name: 'x' }, { id: 'vm-1' }, { id: 'vm-2', name: 'x' }] }), undefined, facts());
+  assert.deepEqual(v.problems, ['spec.vms[1].id "vm-1" is listed twice (also spec.vms[0])', 'spec.vms[2]: VMInstance name "x" is also the name of spec.vms[0]; give each VM its own name']);
+});
+
+test('a VM on a host advertised inside the Service CIDR is refused unless the source overrides the host', () => {
+  const f = facts();
+  (f.inventory as { value: { vms: Record<string, InventoryVM> } }).value.vms['vm-3'] = vm('app', 1, 'host-2');
+  assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-3' }] }), undefined, f).problems, [
+    'spec.vms[0]: VM "app" runs on ESXi host host-2, which vCenter advertises at 10.96.5.5, inside the cluster\'s Service CIDR 10.96.0.0/12: service routing would capture the transfer\'s traffic and it would fail late. Add spec.hosts[] on the VMImportSource with id: host-2, an address the cluster can reach, and the ESXi host\'s own credentials',
+  ]);
+  const overridden = { ...f, source: { value: readySource([{ id: 'host-2', address: '192.168.9.9' }]) } };
+  assert.equal(validateTask('CREATE', task({ vms: [{ id: 'vm-3' }] }), undefined, overridden).allowed, true);
+});
+
+test('a quota too small for about twice the disks warns with the numbers', () => {
+  const quotas = { value: [{ metadata: { name: 'tenant' }, status: { hard: { 'requests.storage': '50Gi' }, used: { 'requests.storage': '0' } } }] };
+  const v = validateTask('CREATE', task({ vms: [{ id: 'vm-2' }] }), undefined, facts({ quotas }));
+  assert.equal(v.allowed, true);
+  assert.deepEqual(v.warnings, [
+    'storage quota: ResourceQuota "tenant" limits requests.storage to 50.0 GiB with 0.00 GiB used (50.0 GiB free), but the import needs about 61.8 GiB while it runs (each disk about twice: the target volume plus CDI\'s scratch volume)',
+  ]);
+});
+
+test('sourceRef, vms, storageClass and networks are immutable; status-only and finalizer writes pass', () => {
+  const old = task({});
+  assert.deepEqual(validateTask('UPDATE', task({ storageClass: 'other', vms: [{ id: 'vm-2' }] }), old, undefined).problems, [
+    'spec.vms is immutable once the task is accepted; delete this task and create a new one to import differently',
+    'spec.storageClass is immutable once the task is accepted; delete this task and create a new one to import differently',
+  ]);
+  assert.equal(validateTask('UPDATE', { ...old, metadata: { ...old.metadata, finalizers: ['f'] }, status: { phase: 'Failed' } }, old, undefined).allowed, true);
+});
+
+test('unreadable facts never deny by themselves', () => {
+  const v = validateTask('CREATE', task({}), undefined, { source: { error: 'timeout' }, storageClasses: { error: 'timeout' }, serviceCIDRs: { error: 'timeout' }, inventory: { error: 'timeout' }, quotas: { error: 'timeout' } });
+  assert.equal(v.allowed, true);
+  assert.equal(v.warnings.length, 3);
+});
+
+test('garbage objects are denied with a message, never thrown on', () => {
+  for (const o of [null, 1, 'x', [], {}, { spec: 1 }, { spec: { vms: [null, 3, { id: 7 }, { id: 'vm-1', name: 5 }], networks: [1, { type: 'multus' }], storageClass: 9 } }]) {
+    const v = validateTask('CREATE', o, undefined, facts());
+    assert.equal(v.allowed, false, JSON.stringify(o));
+    assert.ok(v.problems.length > 0);
+  }
+});
+
+test('without facts (the early pass) only what the object shows is judged', () => {
+  assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-1', name: 'a'.repeat(38) }], sourceRef: { name: 'absent' }, storageClass: 'nope' }), undefined, undefined), { allowed: true, problems: [], warnings: [] });
+  assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-1' }, { id: 'vm-1' }] }), undefined, undefined).problems, ['spec.vms[1].id "vm-1" is listed twice (also spec.vms[0])']);
+});

@@ -1,0 +1,222 @@
+// VMImportTask admission rules (issue 7). Pure: the object, the old object on update, and the facts the
+// async layer gathered (source, storage classes, Service CIDR, inventory, quotas). A fact that could not
+// be gathered never denies by itself: the check is skipped with a warning and the task reconciler
+// repeats it before anything is created.
+import { checkStorageClass, type StorageClassLike } from '../preflight/storage.ts';
+import { defaultVMName, isDNS1035Label, outputNameProblems } from '../preflight/names.ts';
+import { collisionMessage, hostAddressCollision } from '../preflight/cidr.ts';
+import { importBudgetBytes, quotaProblem } from '../preflight/quota.ts';
+import { verdict, type Verdict } from './review.ts';
+import { asArray, asObject, asString, factError, factValue, nonEmpty, sameValue, show, type Fact, type JsonObject } from './fields.ts';
+import type { Operation } from './validate-source.ts';
+
+/** What the webhook needs from the Forklift inventory (src/forklift/inventory.ts implements more). */
+export interface InventoryVM {
+  name: string;
+  /** ESXi host id (host-N) the VM runs on. */
+  host?: string;
+  disks: Array<{ capacity: number }>;
+}
+export interface InventoryHost {
+  id: string;
+  /** The address vCenter advertises for the host. */
+  name: string;
+}
+export interface InventoryReader {
+  /** undefined (or a 404-like error) when the VM is not in the inventory. */
+  getVM(providerUID: string, id: string): Promise<InventoryVM | undefined>;
+  listHosts(providerUID: string): Promise<InventoryHost[]>;
+}
+
+export interface QuotaLike {
+  metadata?: { name?: string };
+  spec?: { hard?: Record<string, string> };
+  status?: { hard?: Record<string, string>; used?: Record<string, string> };
+}
+
+export interface TaskFacts {
+  /** The VMImportSource named by spec.sourceRef; value undefined when it does not exist. */
+  source: Fact<JsonObject | undefined>;
+  storageClasses: Fact<StorageClassLike[]>;
+  serviceCIDRs: Fact<string[] | undefined>;
+  /** VMs by id (null: not in the inventory) and the hosts, for the VMs the task names. */
+  inventory: Fact<{ vms: Record<string, InventoryVM | null>; hosts: InventoryHost[] }>;
+  quotas: Fact<QuotaLike[]>;
+}
+
+/**
+ * Disk count assumed when the inventory cannot be read: names are checked as if every VM had this many
+ * disks (indices 0–99, so `<name>-disk-99` must fit 45 → name ≤ 37; one to ten disks allow 38). Only a
+ * VM with more disks can still fail on its names, and the task's own preflight catches that before
+ * anything is created.
+ */
+export const CONSERVATIVE_DISK_COUNT = 100;
+
+const IMMUTABLE = ['sourceRef', 'vms', 'storageClass', 'networks'] as const;
+
+function isReady(source: JsonObject): { ready: boolean; reason?: string; message?: string } {
+  const conds = asArray(asObject(source.status)?.conditions) ?? [];
+  const ready = conds.map(asObject).find((c) => c?.type === 'Ready');
+  return { ready: ready?.status === 'True', reason: asString(ready?.reason), message: asString(ready?.message) };
+}
+
+/**
+ * `facts` undefined: judge only what the object itself shows (the early pass that runs before the CRD
+ * schema, and updates). Cluster-dependent rules are skipped, never guessed.
+ */
+export function validateTask(operation: Operation, object: unknown, oldObject: unknown, facts: TaskFacts | undefined): Verdict {
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  if (operation === 'DELETE' || operation === 'CONNECT') return verdict([], []);
+  const obj = asObject(object);
+  if (!obj) return verdict(['the request carries no VMImportTask object'], []);
+  const spec = asObject(obj.spec);
+
+  if (operation === 'UPDATE') {
+    const oldSpec = asObject(asObject(oldObject)?.spec) ?? {};
+    for (const f of IMMUTABLE) {
+      if (!sameValue(oldSpec[f], spec?.[f])) problems.push(`spec.${f} is immutable once the task is accepted; delete this task and create a new one to import differently`);
+    }
+    // Everything else was checked at creation; the cluster may have changed since (a class deleted,
+    // a quota filled), and the controller's status and finalizer writes must keep passing.
+    return verdict(problems, []);
+  }
+
+  if (!spec) return verdict(['spec is required: sourceRef and vms'], []);
+  const namespace = asString(asObject(obj.metadata)?.namespace) ?? '';
+
+  // sourceRef
+  const sourceName = asString(asObject(spec.sourceRef)?.name);
+  let source: JsonObject | undefined;
+  if (!nonEmpty(sourceName)) problems.push('spec.sourceRef.name is required: a VMImportSource in the same namespace');
+  else if (facts) {
+    const err = factError(facts.source);
+    source = factValue(facts.source);
+    if (err) warnings.push(`could not read VMImportSource ${show(sourceName)} (${err}); the task will check it before starting`);
+    else if (!source) problems.push(`spec.sourceRef.name: VMImportSource ${show(sourceName)} does not exist in namespace ${show(namespace)}; create it first or fix the name`);
+    else {
+      const r = isReady(source);
+      if (!r.ready) {
+        warnings.push(`VMImportSource ${show(sourceName)} is not Ready${r.reason ? ` (${r.reason}${r.message ? `: ${r.message.slice(0, 200)}` : ''})` : ''}; the task waits until it is`);
+      }
+    }
+  }
+
+  // vms
+  const vms = asArray(spec.vms);
+  if (!vms || vms.length === 0) problems.push('spec.vms must list at least one VM (id: vm-N)');
+  const inv = facts ? factValue(facts.inventory) : undefined;
+  const invErr = facts ? factError(facts.inventory) : 'no facts';
+  let conservativeUsed = false;
+  const seenIds = new Map<string, number>();
+  const seenNames = new Map<string, number>();
+  const diskCapacities: number[] = [];
+  const overridden = (asArray(asObject(source?.spec)?.hosts) ?? []).map((h) => asString(asObject(h)?.id)).filter((x): x is string => !!x);
+  const cidrs = facts ? factValue(facts.serviceCIDRs) : undefined;
+  let cidrWarned = false;
+  (vms ?? []).forEach((v, i) => {
+    const f = `spec.vms[${i}]`;
+    const vm = asObject(v);
+    if (!vm) {
+      problems.push(`${f} must be an object with id (vm-N) and optionally name`);
+      return;
+    }
+    const id = asString(vm.id);
+    if (!nonEmpty(id)) {
+      problems.push(`${f}.id is required: the VM's managed-object id (vm-N)`);
+      return;
+    }
+    if (seenIds.has(id)) problems.push(`${f}.id ${show(id)} is listed twice (also spec.vms[${seenIds.get(id)}])`);
+    else seenIds.set(id, i);
+
+    const found = inv ? inv.vms[id] : undefined;
+    if (inv && found === null) {
+      warnings.push(`${f}.id ${show(id)} is not in the inventory of VMImportSource ${show(sourceName)}; unless it appears, that VM will fail with VMNotFound`);
+    }
+    if (found) for (const d of found.disks ?? []) diskCapacities.push(Number(d?.capacity) || 0);
+    // Without facts (the early pass, before the schema) only the VMInstance name is judged: 0 disks.
+    const diskCount = found ? (found.disks ?? []).length : facts ? CONSERVATIVE_DISK_COUNT : 0;
+    const conservative = !found && !!facts;
+
+    const explicit = vm.name;
+    let name: string | undefined;
+    if (explicit !== undefined) {
+      if (typeof explicit !== 'string') problems.push(`${f}.name must be a string`);
+      else name = explicit;
+    } else if (found) {
+      name = defaultVMName(found.name, diskCount);
+    }
+    if (name !== undefined) {
+      let ps = outputNameProblems(name, diskCount);
+      if (conservative) {
+        // Without the inventory only the disk-name length is uncertain.
+        ps = ps.map((p) => (p.startsWith('VMDisk') ? `${p} (the inventory could not tell this VM's disk count, so ${CONSERVATIVE_DISK_COUNT} disks were assumed)` : p));
+        if (ps.some((p) => p.startsWith('VMDisk'))) conservativeUsed = true;
+      }
+      for (const p of ps) problems.push(`${f}.name: ${p}`);
+      if (isDNS1035Label(name)) {
+        if (seenNames.has(name)) problems.push(`${f}: VMInstance name ${show(name)} is also the name of spec.vms[${seenNames.get(name)}]; give each VM its own name`);
+        else seenNames.set(name, i);
+      }
+    }
+
+    // Service-CIDR collision of the host the VM runs on.
+    if (found?.host && inv) {
+      const host = inv.hosts.find((h) => h.id === found.host);
+      if (host && cidrs) {
+        const c = hostAddressCollision(host.id, host.name, cidrs, overridden);
+        if (c) problems.push(`${f}: ${collisionMessage(c, name ?? found.name)}`);
+      } else if (host && !cidrs && !cidrWarned && facts) {
+        cidrWarned = true;
+        warnings.push(`could not learn the cluster's Service CIDR (${factError(facts.serviceCIDRs) ?? 'no method worked'}); the ESXi host addresses are checked again before the transfer`);
+      }
+    }
+  });
+  if (facts && !inv && (vms ?? []).length > 0) {
+    warnings.push(
+      `could not read the inventory of VMImportSource ${show(sourceName)} (${invErr}); VM names were checked assuming up to ${CONSERVATIVE_DISK_COUNT} disks per VM, and host addresses and quota were not checked`,
+    );
+  } else if (conservativeUsed) {
+    warnings.push(`some VMs are not in the inventory; their names were checked assuming up to ${CONSERVATIVE_DISK_COUNT} disks`);
+  }
+
+  // storage class
+  if (spec.storageClass !== undefined && typeof spec.storageClass !== 'string') problems.push('spec.storageClass must be a string');
+  let className: string | undefined;
+  if (facts) {
+    const classes = factValue(facts.storageClasses);
+    if (!classes) warnings.push(`could not list storage classes (${factError(facts.storageClasses)}); the task will check spec.storageClass before starting`);
+    else {
+      const r = checkStorageClass(asString(spec.storageClass) || undefined, classes);
+      if (r.ok) className = r.className;
+      else problems.push(`spec.storageClass: ${r.message}`);
+    }
+  }
+
+  // networks
+  if (spec.networks !== undefined) {
+    const nets = asArray(spec.networks);
+    if (!nets) problems.push('spec.networks must be a list');
+    (nets ?? []).forEach((n, i) => {
+      const net = asObject(n);
+      if (!net) {
+        problems.push(`spec.networks[${i}] must be an object with source and type`);
+        return;
+      }
+      if (!nonEmpty(net.source)) problems.push(`spec.networks[${i}].source is required: the source network's id or name`);
+      if (net.type !== 'pod' && net.type !== 'multus') problems.push(`spec.networks[${i}].type must be pod or multus (got ${show(net.type)})`);
+      if (net.type === 'multus' && !nonEmpty(net.name)) problems.push(`spec.networks[${i}].name is required when type is multus: a NetworkAttachmentDefinition in namespace ${show(namespace)}`);
+      if (net.type === 'pod' && nonEmpty(net.name)) warnings.push(`spec.networks[${i}].name is ignored when type is pod`);
+    });
+  }
+
+  // quota (a warning: quota can be raised while the task waits)
+  if (facts && inv && className && diskCapacities.length) {
+    const quotas = factValue(facts.quotas);
+    if (quotas) {
+      const q = quotaProblem(quotas, className, importBudgetBytes(diskCapacities));
+      if (q) warnings.push(`storage quota: ${q}`);
+    }
+  }
+  return verdict(problems, warnings);
+}

@@ -1,0 +1,60 @@
+// `npm run demo` as a newcomer runs it: a child process on a fresh, private control plane. What they
+// must see: the WaitForFirstConsumer task refused at admission with the reason, live progress, a final
+// Ready, the VMDisks and the Halted VMInstances with downtime — and no process left behind.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { REPO_ROOT } from './env/index.ts';
+
+const NODE = process.execPath;
+
+/** Every live process whose command line names a control-plane binary under the given folder. */
+function controlPlaneProcesses(dir: string): string[] {
+  const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
+  return out
+    .split('\n')
+    .filter((l) => l.includes(dir) && /\b(etcd|kube-apiserver|kube-controller-manager)\b/.test(l));
+}
+
+test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs to Ready, lists Halted VMInstances, and leaves no process behind', async () => {
+  const child = spawn(NODE, [join(REPO_ROOT, 'scripts/demo.ts'), '--fast'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: '' } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const code = await new Promise<number | null>((res) => {
+    // A deadline, not a sleep: the demo is killed (and the test fails) if it hangs.
+    const timer = setTimeout(() => child.kill('SIGINT'), 240_000);
+    child.on('exit', (c) => {
+      clearTimeout(timer);
+      res(c);
+    });
+  });
+  const both = `${stdout}\n--- stderr ---\n${stderr}`;
+  assert.equal(code, 0, both);
+
+  // The control plane the demo started (its working folder is printed with the logs path).
+  const logs = /logs in (\S+)/.exec(stdout)?.[1];
+  assert.ok(logs, `no control-plane logs path in the output:\n${both}`);
+
+  // The one failure caught at admission, in the webhook's own words.
+  assert.match(stdout, /caCert placeholder is replaced by the simulated vCenter's CA/);
+  assert.match(stdout, /denied the request: spec\.storageClass: storage class "local" has volumeBindingMode WaitForFirstConsumer; .*storage classes that bind Immediate: replicated/);
+  // Live progress with bars, bytes and a final Ready.
+  assert.match(stdout, /web-01 +Transferring +\[[#-]+\] +\d+% +[\d.]+ \w?i?B \/ 16\.0 GiB/);
+  assert.match(stdout, /db-01 +Succeeded +\[#+\] 100% +40\.0 GiB \/ 40\.0 GiB +done, downtime \d+s/);
+  assert.match(stdout, /vmimporttask\.forklift\.cozystack\.io\/import-web-tier condition met/);
+  assert.match(stdout, /import-web-tier +vcenter-prod +Succeeded +100 +True/);
+  // The outputs: four VMDisks on the Immediate class, two Halted VMInstances, downtime per VM.
+  for (const d of ['db-01-disk-0', 'db-01-disk-1', 'db-01-disk-2', 'web-01-disk-0']) assert.match(stdout, new RegExp(`\\b${d} +[\\d.]+ GiB +replicated`));
+  assert.match(stdout, /\bweb-01 +Halted +web-01-disk-0\(sata\)/);
+  assert.match(stdout, /\bdb-01 +Halted +db-01-disk-0\(sata\) db-01-disk-1\(sata\) db-01-disk-2\(sata\)/);
+  assert.match(stdout, /\bweb-01 +vm-101 +16\.0 GiB +\d+s/);
+  assert.match(stdout, /\bdb-01 +vm-102 +40\.0 GiB +\d+s/);
+  assert.match(stdout, /Everything stopped/);
+
+  // Nothing outlives the demo.
+  const dir = logs.replace(/\/logs$/, '');
+  assert.deepEqual(controlPlaneProcesses(dir), []);
+});

@@ -1,0 +1,40 @@
+// Small helpers shared by the VMImportSource e2e files.
+import { KubeClient, type KubeObject } from '../../src/runtime/kube.ts';
+import { GVRs } from '../../src/runtime/gvr.ts';
+import type { VMImportSource, VMImportSourceSpec } from '../../src/api/types.ts';
+import { adminKubeConfig, waitFor } from './env/index.ts';
+
+export async function adminClient(): Promise<KubeClient> {
+  return new KubeClient(await adminKubeConfig(), { fieldManager: 'e2e' });
+}
+
+export async function createSource(c: KubeClient, ns: string, name: string, spec: VMImportSourceSpec): Promise<VMImportSource> {
+  return (await c.create(GVRs.VMImportSource, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportSource', metadata: { name, namespace: ns }, spec } as KubeObject)) as unknown as VMImportSource;
+}
+
+export async function getSource(c: KubeClient, ns: string, name: string): Promise<VMImportSource | undefined> {
+  return (await c.get(GVRs.VMImportSource, ns, name)) as unknown as VMImportSource | undefined;
+}
+
+export function readyOf(s: VMImportSource | undefined): { status: string; reason: string; message: string } | undefined {
+  return s?.status?.conditions?.find((c) => c.type === 'Ready');
+}
+
+/** Waits until the source's Ready condition has `reason` (and the generation is observed); returns the source. */
+export async function waitForReason(c: KubeClient, ns: string, name: string, reason: string, timeoutMs = 30_000): Promise<VMImportSource> {
+  let last: string | undefined;
+  try {
+    return await waitFor(
+      `source ${ns}/${name} Ready reason ${reason}`,
+      async () => {
+        const s = await getSource(c, ns, name);
+        const r = readyOf(s);
+        last = r ? `${r.status}/${r.reason}: ${r.message}` : 'no Ready condition';
+        return r?.reason === reason && s?.status?.observedGeneration === s?.metadata.generation ? s : undefined;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
+  } catch (e) {
+    throw new Error(`${(e as Error).message} (last: ${last})`);
+  }
+}

@@ -1,0 +1,49 @@
+// With no VDDK image configured (a supported state) a vSphere source says so at once and materialises nothing.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startSim, vcenter, type Sim } from '../sim/index.ts';
+import { GVRs } from '../../src/runtime/gvr.ts';
+import type { KubeClient } from '../../src/runtime/kube.ts';
+import { freshNamespace, installOurCRDs, testEnv } from './env/index.ts';
+import { startController } from './controller.ts';
+import { adminClient, createSource, readyOf, waitForReason } from './source-helpers.ts';
+
+const world = vcenter({ url: 'https://vcenter-vddk.example.com/sdk' });
+let sim: Sim;
+let ctl: { stop(): Promise<void> };
+let c: KubeClient;
+
+before(async () => {
+  const env = await testEnv();
+  await installOurCRDs();
+  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world] });
+  ctl = await startController({ kubeconfigPath: env.admin.kubeconfigPath, vddkImage: '', inventoryURL: sim.inventory.url });
+  c = await adminClient();
+});
+
+after(async () => {
+  await ctl?.stop();
+  await sim?.stop();
+  c?.close();
+});
+
+test('VDDK missing: the source is Ready=False VDDKNotConfigured at once and nothing is materialised, not even the Secret', async () => {
+  const ns = await freshNamespace('vddk');
+  await createSource(c, ns, 'vc', {
+    type: 'vsphere',
+    url: world.url,
+    credentials: { username: world.user, password: world.password, caCert: world.caPEM },
+    hosts: [{ id: 'host-1', address: '192.0.2.10', credentials: { username: 'root', password: 'x', insecureSkipVerify: true } }],
+  });
+  const s = await waitForReason(c, ns, 'vc', 'VDDKNotConfigured', 10_000);
+  assert.equal(readyOf(s)?.status, 'False');
+  assert.match(readyOf(s)!.message, /VDDK/);
+  assert.equal(s.status?.provider, undefined);
+  assert.equal((await c.list(GVRs.Secret, ns, { labelSelector: 'forklift.cozystack.io/source=vc' })).items.length, 0);
+  assert.equal(await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials'), undefined);
+  assert.equal((await c.list(GVRs.Provider, ns)).items.length, 0);
+  assert.equal((await c.list(GVRs.Host, ns)).items.length, 0);
+  assert.equal(await c.get(GVRs.ConfigMap, ns, 'vmimport-inventory-vc'), undefined);
+  // Deleting such a source is not blocked by anything.
+  await c.delete(GVRs.VMImportSource, ns, 'vc');
+});

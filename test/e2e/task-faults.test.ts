@@ -1,0 +1,149 @@
+// Injected engine faults end in their reason with a message a tenant can act on (real API server + simulator).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createStorageClass, startSim, vcenter, type Sim } from '../sim/index.ts';
+import { GVRs } from '../../src/runtime/gvr.ts';
+import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
+import type { VMImportTask, VMImportTaskSpec } from '../../src/api/types.ts';
+import { freshNamespace, installOurCRDs, testEnv, waitFor } from './env/index.ts';
+import { startController } from './controller.ts';
+import { adminClient, createSource, waitForReason } from './source-helpers.ts';
+
+const URL_VC = 'https://vcenter-faults.example.com/sdk';
+const world = vcenter({
+  url: URL_VC,
+  hosts: [
+    { id: 'host-1', address: '192.0.2.10' },
+    { id: 'host-2', address: '192.0.2.20', reachable: false },
+  ],
+  vms: [
+    { id: 'vm-1', name: 'broken01', disks: [{ capacityGiB: 64 }], faults: { failTransferAtPercent: 40 } },
+    { id: 'vm-2', name: 'convert01', disks: [{ capacityGiB: 16 }], faults: { conversionFreeze: true } },
+    { id: 'vm-3', name: 'novddk01', disks: [{ capacityGiB: 4 }], faults: { awaitingVddk: true } },
+    { id: 'vm-4', name: 'far01', host: 'host-2', disks: [{ capacityGiB: 4 }] },
+    { id: 'vm-5', name: 'trap01', disks: [{ capacityGiB: 4 }] },
+  ],
+});
+
+let sim: Sim;
+let ctl: { stop(): Promise<void> };
+let c: KubeClient;
+const STALL_ENV = 'MC_TASK_STALL_AFTER_SECONDS';
+const prevStall = process.env[STALL_ENV];
+
+before(async () => {
+  const env = await testEnv();
+  await installOurCRDs();
+  await createStorageClass(env.admin.kubeconfigPath, { name: 'fault-fast' });
+  // 2 GiB/s: the 64 GiB disk reaches 40% in ~13 s; conversion freezes for 4 s; an unreachable host
+  // fails after 8 s — long enough to watch the controller call it stalled first; a Plan validates its
+  // VDDK image for 3 s — long enough for a test to give it a history before its Migration starts.
+  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], mbPerSecond: 2048, timings: { conversionMs: 4000, unreachableFailMs: 8000, validatingVddkMs: 3000 } });
+  // A stall after 2 s of no progress (the default is 10 min).
+  process.env[STALL_ENV] = '2';
+  ctl = await startController({ kubeconfigPath: env.admin.kubeconfigPath, vddkImage: 'registry.example.com/vddk:8.0.3', inventoryURL: sim.inventory.url });
+  c = await adminClient();
+});
+
+after(async () => {
+  if (prevStall === undefined) delete process.env[STALL_ENV];
+  else process.env[STALL_ENV] = prevStall;
+  await ctl?.stop();
+  await sim?.stop();
+  c?.close();
+});
+
+async function setup(prefix: string, vms: VMImportTaskSpec['vms']): Promise<string> {
+  const ns = await freshNamespace(prefix);
+  await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
+  await waitForReason(c, ns, 'vc', 'Connected');
+  await c.create(GVRs.VMImportTask, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 't', namespace: ns }, spec: { sourceRef: { name: 'vc' }, storageClass: 'fault-fast', vms } } as KubeObject);
+  return ns;
+}
+
+async function getTask(ns: string): Promise<VMImportTask | undefined> {
+  return (await c.get(GVRs.VMImportTask, ns, 't')) as unknown as VMImportTask | undefined;
+}
+
+async function waitForEnd(ns: string): Promise<VMImportTask> {
+  return await waitFor('the task to end', async () => {
+    const t = await getTask(ns);
+    return t?.status?.completedAt ? t : undefined;
+  }, { timeoutMs: 90_000 });
+}
+
+test('a transfer that fails midway ends TransferFailed keeping the engine\'s words and telling the user to create a new task', async () => {
+  const ns = await setup('flt-xfer', [{ id: 'vm-1' }]);
+  const t = await waitForEnd(ns);
+  const v = t.status!.vms![0]!;
+  assert.equal(v.phase, 'Failed');
+  assert.equal(v.reason, 'TransferFailed');
+  assert.match(v.message!, /create a new task/);
+  assert.match(v.message!, /Forklift said: .*VixDiskLib_Read/);
+  assert.ok((v.bytesDone ?? 0) > 0, 'the progress reached before the failure is kept');
+  assert.equal(t.status?.conditions?.find((x) => x.type === 'Ready')?.reason, 'TransferFailed');
+});
+
+test('CDI\'s 99.92% plateau reads as Converting, not as a stall, and the VM then completes', async () => {
+  const ns = await setup('flt-conv', [{ id: 'vm-2' }]);
+  const conv = await waitFor('reason Converting', async () => {
+    const v = (await getTask(ns))?.status?.vms?.[0];
+    return v?.reason === 'Converting' ? v : undefined;
+  }, { timeoutMs: 60_000 });
+  assert.match(conv.message!, /converting/);
+  assert.ok(conv.progress! >= 99.9 && conv.progress! < 100);
+  const t = await waitForEnd(ns);
+  assert.equal(t.status?.vms?.[0]?.phase, 'Succeeded', JSON.stringify(t.status?.vms?.[0]));
+});
+
+test('a DataVolume waiting for a VDDK image forever fails the VM with VDDKNotConfigured and cancels its migration', async () => {
+  const ns = await setup('flt-vddk', [{ id: 'vm-3' }]);
+  const t = await waitForEnd(ns);
+  const v = t.status!.vms![0]!;
+  assert.equal(v.reason, 'VDDKNotConfigured', v.message);
+  assert.match(v.message!, /vmImport\.vddkImage/);
+  assert.match(v.message!, /AwaitingVDDK/);
+  const mig = (await c.list(GVRs.Migration, ns)).items[0] as KubeObject & { spec?: { cancel?: Array<{ id: string }> } };
+  assert.deepEqual(mig.spec?.cancel, [{ id: 'vm-3' }]);
+});
+
+test('a transfer stuck at 0% is reported Stalled with the claims\' events and the host diagnosis, then fails HostUnreachable', async () => {
+  const ns = await setup('flt-far', [{ id: 'vm-4' }]);
+  const stalled = await waitFor('reason Stalled', async () => {
+    const v = (await getTask(ns))?.status?.vms?.[0];
+    return v?.reason === 'Stalled' && /VixDiskLib_Open/.test(v.message ?? '') ? v : undefined;
+  }, { timeoutMs: 60_000 });
+  assert.match(stalled.message!, /no progress for/);
+  assert.match(stalled.message!, /host-2 at 192\.0\.2\.20/);
+  const t = await waitForEnd(ns);
+  const v = t.status!.vms![0]!;
+  assert.equal(v.reason, 'HostUnreachable');
+  assert.match(v.message!, /spec\.hosts\[\]/);
+});
+
+test('a Plan that reports Succeeded without producing a VirtualMachine or claims fails the VM with EngineReportedSuccessWithoutOutput', async () => {
+  const ns = await setup('flt-trap', [{ id: 'vm-5' }]);
+  // The retry trap: give the Plan a history (a finished earlier attempt) while Forklift still validates it;
+  // Forklift then "migrates" nothing and reports Succeeded.
+  const plan = await waitFor('the Plan', async () => (await c.list(GVRs.Plan, ns)).items[0]);
+  const conds = ((plan.status as { conditions?: unknown[] } | undefined)?.conditions ?? []) as unknown[];
+  await c.patch(
+    GVRs.Plan,
+    ns,
+    plan.metadata!.name!,
+    {
+      status: {
+        conditions: [...conds, { type: 'Failed', status: 'True', category: 'Advisory', reason: 'Completed', message: 'The plan execution has FAILED.', lastTransitionTime: new Date().toISOString() }],
+        migration: { history: [{ migration: { name: 'earlier', namespace: ns, uid: 'earlier-uid' } }], vms: [{ id: 'vm-5', phase: 'Completed', conditions: [{ type: 'Succeeded', status: 'True', category: 'Advisory' }] }] },
+      },
+    },
+    'merge',
+    { subresource: 'status' },
+  );
+  const t = await waitForEnd(ns);
+  const v = t.status!.vms![0]!;
+  assert.equal(v.phase, 'Failed');
+  assert.equal(v.reason, 'EngineReportedSuccessWithoutOutput', v.message);
+  assert.match(v.message!, /create a new task/);
+  assert.equal((await c.list(GVRs.VMInstance, ns)).items.length, 0);
+});

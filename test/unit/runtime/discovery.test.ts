@@ -1,0 +1,34 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { crdServes } from '../../../src/runtime/discovery.ts';
+import { GVRs } from '../../../src/runtime/gvr.ts';
+import { Store, matchesLabels } from '../../../src/runtime/informer.ts';
+
+const crd = (over: Record<string, unknown> = {}, established = 'True') => ({
+  metadata: { name: 'providers.forklift.konveyor.io' },
+  spec: { group: 'forklift.konveyor.io', names: { plural: 'providers' }, versions: [{ name: 'v1beta1', served: true }] },
+  status: { conditions: [{ type: 'Established', status: established }] },
+  ...over,
+});
+
+test('an optional kind counts as installed only when its CRD is Established and serves the version', () => {
+  assert.ok(crdServes(crd(), GVRs.Provider));
+  assert.ok(!crdServes(crd({}, 'False'), GVRs.Provider), 'not yet Established');
+  assert.ok(!crdServes(crd(), GVRs.Host), 'another kind');
+  assert.ok(!crdServes(crd({ spec: { group: 'forklift.konveyor.io', names: { plural: 'providers' }, versions: [{ name: 'v1alpha1', served: true }] } }), GVRs.Provider), 'another version');
+  assert.ok(!crdServes(crd({ metadata: { name: 'x', deletionTimestamp: '2026-01-01T00:00:00Z' } }), GVRs.Provider), 'being deleted');
+});
+
+test('the informer store answers get and list by namespace and labels', () => {
+  const s = new Store();
+  s.items.set('a/x', { metadata: { name: 'x', namespace: 'a', labels: { l: '1' } } });
+  s.items.set('b/y', { metadata: { name: 'y', namespace: 'b', labels: { l: '2' } } });
+  assert.equal(s.get('a', 'x')?.metadata?.name, 'x');
+  assert.equal(s.get('b', 'x'), undefined);
+  assert.equal(s.list().length, 2);
+  assert.equal(s.list('a').length, 1);
+  assert.deepEqual(s.list(undefined, { l: '2' }).map((o) => o.metadata?.name), ['y']);
+  assert.ok(matchesLabels({ metadata: {} }, undefined));
+  assert.ok(!matchesLabels({ metadata: {} }, { l: '1' }));
+  assert.equal(s.hasSynced(), false);
+});

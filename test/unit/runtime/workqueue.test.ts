@@ -1,0 +1,123 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, WorkQueue, defaultControllerRateLimiter } from '../../../src/runtime/workqueue.ts';
+
+const noLimit = () => new ItemExponentialFailureRateLimiter(1, 10);
+
+test('a key added many times while waiting is handed out once', async () => {
+  const q = new WorkQueue('t', { rateLimiter: noLimit() });
+  q.add('a');
+  q.add('a');
+  q.add('b');
+  q.add('a');
+  assert.equal(q.len(), 2);
+  assert.equal(await q.get(), 'a');
+  assert.equal(await q.get(), 'b');
+  assert.equal(q.len(), 0);
+});
+
+test('a key being processed is never handed to a second worker, and is re-queued once if it changed meanwhile', async () => {
+  const q = new WorkQueue('t', { rateLimiter: noLimit() });
+  q.add('a');
+  const k = await q.get();
+  assert.equal(k, 'a');
+  q.add('a'); // changed while processing
+  q.add('a');
+  assert.equal(q.len(), 0, 'not queued while a worker holds it');
+  let second: string | undefined;
+  const waiting = q.get().then((x) => (second = x));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(second, undefined, 'a second worker does not get the key being processed');
+  q.done('a');
+  await waiting;
+  assert.equal(second, 'a', 'handed out again after done()');
+  q.done('a');
+  assert.equal(q.len(), 0, 'only once');
+});
+
+test('N workers never process the same key concurrently', async () => {
+  const q = new WorkQueue('t', { rateLimiter: noLimit() });
+  const active = new Set<string>();
+  let overlaps = 0;
+  let processed = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const k = await q.get();
+      if (k === undefined) return;
+      if (active.has(k)) overlaps++;
+      active.add(k);
+      await new Promise((r) => setTimeout(r, Math.random() * 3));
+      active.delete(k);
+      processed++;
+      q.done(k);
+    }
+  };
+  const workers = Array.from({ length: 8 }, worker);
+  for (let i = 0; i < 400; i++) {
+    q.add(`k${i % 5}`);
+    if (i % 7 === 0) await new Promise((r) => setTimeout(r, 1));
+  }
+  await new Promise((r) => setTimeout(r, 100));
+  q.shutdown();
+  await Promise.all(workers);
+  assert.equal(overlaps, 0);
+  assert.ok(processed >= 5 && processed < 400, `deduplicated: ${processed}`);
+});
+
+test('per-key backoff doubles from 5 ms and is capped at 1000 s; forget resets it', () => {
+  const l = new ItemExponentialFailureRateLimiter(5, 1000 * 1000);
+  assert.deepEqual([l.when('a'), l.when('a'), l.when('a'), l.when('a')], [5, 10, 20, 40]);
+  assert.equal(l.when('b'), 5, 'keys back off independently');
+  for (let i = 0; i < 100; i++) l.when('a');
+  assert.equal(l.when('a'), 1000 * 1000);
+  assert.equal(l.numRequeues('a'), 105);
+  l.forget('a');
+  assert.equal(l.numRequeues('a'), 0);
+  assert.equal(l.when('a'), 5);
+});
+
+test('the overall token bucket allows a burst of 100 then 10 per second', () => {
+  let now = 0;
+  const b = new BucketRateLimiter(10, 100, () => now);
+  for (let i = 0; i < 100; i++) assert.equal(b.when(`k${i}`), 0);
+  assert.equal(Math.round(b.when('x')), 100, 'the 101st waits one token (100 ms)');
+  assert.equal(Math.round(b.when('y')), 200);
+  now += 1000;
+  assert.equal(Math.round(b.when('z')), 0, 'after a second, ten tokens refilled (8 owed + this one)');
+});
+
+test('the default limiter is the max of the per-key backoff and the bucket', () => {
+  const l = defaultControllerRateLimiter();
+  assert.equal(l.when('a'), 5);
+  assert.equal(l.when('a'), 10);
+  assert.ok(l instanceof MaxOfRateLimiter);
+});
+
+test('addRateLimited delays the key by its backoff; addAfter keeps the earliest deadline', async () => {
+  const q = new WorkQueue('t', { rateLimiter: new ItemExponentialFailureRateLimiter(40, 1000) });
+  const t0 = performance.now();
+  q.addRateLimited('a');
+  assert.equal(q.len(), 0);
+  assert.equal(await q.get(), 'a');
+  assert.ok(performance.now() - t0 >= 35, 'waited for the backoff');
+  q.done('a');
+  assert.equal(q.numRequeues('a'), 1);
+  q.forget('a');
+  assert.equal(q.numRequeues('a'), 0);
+  const t1 = performance.now();
+  q.addAfter('b', 5000);
+  q.addAfter('b', 20);
+  assert.equal(await q.get(), 'b');
+  assert.ok(performance.now() - t1 < 1000, 'the earlier deadline won');
+  q.shutdown();
+});
+
+test('shutdown wakes waiting workers with undefined and drops timed adds', async () => {
+  const q = new WorkQueue('t');
+  const w = q.get();
+  q.addAfter('x', 10_000);
+  q.shutdown();
+  assert.equal(await w, undefined);
+  q.add('y');
+  assert.equal(await q.get(), undefined);
+});
