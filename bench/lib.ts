@@ -231,6 +231,8 @@ export interface EnvOptions {
   fourDiskVMs?: number;
   /** Start the simulated engine (default true). */
   sim?: boolean;
+  /** API server audit log (default true; the scale benchmark turns it off: it costs the API server CPU). */
+  auditLog?: boolean;
 }
 
 export interface BenchEnv {
@@ -269,7 +271,7 @@ function vmId(disks: 1 | 4, i: number): string {
 
 export async function startEnv(o: EnvOptions = {}): Promise<BenchEnv> {
   const t0 = Date.now();
-  const cp = await ControlPlane.start({ auditLog: true, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true, startTimeoutMs: 120_000 });
+  const cp = await ControlPlane.start({ auditLog: o.auditLog !== false, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true, startTimeoutMs: 120_000 });
   const admin = new KubeClient(kubeConfigFor(cp.info.admin.kubeconfigPath), { fieldManager: 'bench' });
   await applyCRDs(admin, join(REPO_ROOT, 'crds'));
   const n1 = o.oneDiskVMs ?? 0;
@@ -294,7 +296,7 @@ export async function startEnv(o: EnvOptions = {}): Promise<BenchEnv> {
     sim,
     world,
     admin,
-    audit: new AuditLog(cp.info.auditLogPath!),
+    audit: new AuditLog(cp.info.auditLogPath ?? '/dev/null'),
     takeVM(disks) {
       const limit = disks === 1 ? n1 : n4;
       if (next[disks] >= limit) throw new Error(`bench: the simulated vCenter has only ${limit} ${disks}-disk VMs`);

@@ -5,10 +5,11 @@
 // errors by reason (expected 0). Prints how each grows from the smallest size to the largest; writes
 // bench/results/scale.json.
 //
-//   node bench/scale.ts [--sizes 50,200] [--namespaces 20] [--pv-sync-period 15s] [--quick]
+//   node bench/scale.ts [--sizes 50,200] [--namespaces 20] [--pv-sync-period 15s] [--name scale] [--quick]
+// (--name: the results file, so a long size can be run on its own without replacing the others.)
 import { GVRs } from '../src/runtime/gvr.ts';
 import type { Informer } from '../src/runtime/informer.ts';
-import { isMain, log, metricSum, mib, namespaceNames, numList, outcome, parseFlags, pool, round, spawnController, startEnv, taskObject, until, watchKind, writeResult, type BenchEnv } from './lib.ts';
+import { isMain, log, procStats, metricSum, mib, namespaceNames, numList, outcome, parseFlags, pool, round, spawnController, startEnv, taskObject, until, watchKind, writeResult, type BenchEnv } from './lib.ts';
 
 export interface ScaleOptions {
   tasks: number;
@@ -30,6 +31,21 @@ export interface ScaleFigures {
   reconcileErrors: number;
   reconcileErrorsByReason: Record<string, number>;
   apiRequests: number;
+  /** CPU seconds of the rest of the machine's work over the same time, for context: the simulated engine
+   * (this process), kube-apiserver, etcd and kube-controller-manager. */
+  otherCpuSeconds: Record<string, number>;
+}
+
+function otherCpu(env: BenchEnv): Record<string, number> {
+  const out: Record<string, number> = { 'simulator (bench process)': process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 };
+  for (const [name, pid] of Object.entries(env.cp.info.pids)) {
+    try {
+      out[name] = procStats(pid).cpuSeconds;
+    } catch {
+      /* not running */
+    }
+  }
+  return out;
 }
 
 function errorsByReason(text: string): Record<string, number> {
@@ -72,6 +88,7 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
     const reconciles0 = metricSum(m0, 'migration_controller_reconcile_total');
     const api0 = metricSum(m0, 'migration_controller_api_requests_total');
     const cpu0 = ctl.stats().cpuSeconds;
+    const other0 = otherCpu(env);
     let maxDepth = 0;
     let sampling = false;
     sampler = setInterval(() => {
@@ -99,6 +116,7 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
     clearInterval(sampler);
     sampler = undefined;
     const s = ctl.stats();
+    const other1 = otherCpu(env);
     const m1 = await ctl.metrics();
     maxDepth = Math.max(maxDepth, metricSum(m1, 'migration_controller_workqueue_depth'));
     const errs = diff(errors0, errorsByReason(m1));
@@ -116,6 +134,7 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
       reconcileErrors: Object.values(errs).reduce((a, b) => a + b, 0),
       reconcileErrorsByReason: errs,
       apiRequests: metricSum(m1, 'migration_controller_api_requests_total') - api0,
+      otherCpuSeconds: Object.fromEntries(Object.entries(other1).map(([k, v]) => [k, round(v - (other0[k] ?? 0), 1)])),
     };
   } finally {
     if (sampler) clearInterval(sampler);
@@ -129,6 +148,7 @@ export function printScale(rows: ScaleFigures[]): void {
   console.log('  tasks   VMs  wall→Ready s  CPU s  peak RSS MiB  max queue  reconciles  API req  errors  failed');
   for (const r of rows) {
     console.log(`  ${String(r.tasks).padStart(5)} ${String(r.vms).padStart(5)} ${String(r.wallSecondsToAllReady).padStart(13)} ${String(r.cpuSeconds).padStart(6)} ${String(r.peakRssMiB).padStart(13)} ${String(r.maxQueueDepth).padStart(10)} ${String(r.reconciles).padStart(11)} ${String(r.apiRequests).padStart(8)} ${String(r.reconcileErrors).padStart(7)} ${String(r.failedTasks).padStart(7)}`);
+    console.log(`        other CPU s over the same time: ${Object.entries(r.otherCpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     if (r.reconcileErrors) console.log(`        errors by reason: ${JSON.stringify(r.reconcileErrorsByReason)}`);
   }
   const g = growth(rows);
@@ -152,15 +172,18 @@ if (isMain(import.meta)) {
   const rows: ScaleFigures[] = [];
   for (const n of sizes) {
     // A fresh control plane per size: leftovers of a smaller run must not slow a larger one.
-    const env = await startEnv({ pvSyncPeriod, oneDiskVMs: 2 * n });
+    // No audit log: nothing here counts requests by identity, and writing it costs the API server CPU.
+    const env = await startEnv({ pvSyncPeriod, oneDiskVMs: 2 * n, auditLog: false });
     try {
       const r = await benchScale(env, { tasks: n, namespaces });
       rows.push(r);
       log(`scale ${n}: all ended in ${r.wallSecondsToAllReady} s, CPU ${r.cpuSeconds} s, peak RSS ${r.peakRssMiB} MiB, max queue ${r.maxQueueDepth}, errors ${r.reconcileErrors}, failed ${r.failedTasks}`);
+      // Written after every size: a long size interrupted later does not lose the ones already measured.
+      writeResult(flags.get('name') ?? 'scale', { sizes, namespaces, vmsPerTask: 2, pvSyncPeriod, quick, complete: false }, { rows, growth: growth(rows) });
     } finally {
       await env.stop();
     }
   }
   printScale(rows);
-  console.log(`  → ${writeResult('scale', { sizes, namespaces, vmsPerTask: 2, pvSyncPeriod, quick }, { rows, growth: growth(rows) })}`);
+  console.log(`  → ${writeResult(flags.get('name') ?? 'scale', { sizes, namespaces, vmsPerTask: 2, pvSyncPeriod, quick, complete: true }, { rows, growth: growth(rows) })}`);
 }

@@ -20,8 +20,6 @@ import { createLogger } from '../src/telemetry/logger.ts';
 import { KubeClient, type KubeObject } from '../src/runtime/kube.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
 import type { VMImportTask } from '../src/api/types.ts';
-import { StaticCerts, generateCA, generateServingCert, installWebhookConfigurations, startWebhookServer, uninstallWebhookConfigurations, DEFAULT_NAMES, type InventoryReader, type WebhookServer } from '../src/webhook/index.ts';
-import { defaultInventoryClient } from '../src/controllers/source/reconciler.ts';
 import * as k8s from '@kubernetes/client-node';
 import { formatBytes, formatDuration, formatQuantity, phaseKey, redraw, renderTable, renderTask, shouldPrintPlain } from './demo/render.ts';
 import { REPO_ROOT, findKubectl, helmTemplate, run, tenantRoles, type Run } from './demo/tools.ts';
@@ -61,9 +59,7 @@ const step = (s: string): void => say(`\n==> ${s}`);
 let cp: ControlPlane | undefined;
 let sim: Sim | undefined;
 let ctl: RunningController | undefined;
-let webhook: WebhookServer | undefined;
 let admin: KubeClient | undefined;
-let ctlClient: KubeClient | undefined;
 let stopping: Promise<void> | undefined;
 
 function stopAll(): Promise<void> {
@@ -76,11 +72,8 @@ function stopAll(): Promise<void> {
       }
     };
     await quietly(() => ctl?.stop());
-    await quietly(() => (admin ? uninstallWebhookConfigurations(admin, DEFAULT_NAMES) : undefined));
-    await quietly(() => webhook?.close());
     await quietly(() => sim?.stop());
     admin?.close();
-    ctlClient?.close();
     await quietly(() => cp?.stop());
   })();
   return stopping;
@@ -121,15 +114,6 @@ async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Promise<T
   }
 }
 
-/** Starts the admission webhook with a certificate for 127.0.0.1 and registers both configurations. */
-async function startAdmission(client: KubeClient, serviceCIDR: string, inventory: InventoryReader): Promise<WebhookServer> {
-  const ca = generateCA({ commonName: 'migration-controller demo webhook CA', validityMs: 86_400_000 });
-  const serving = generateServingCert(ca, { commonName: '127.0.0.1', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], validityMs: 86_400_000 });
-  const server = await startWebhookServer({ port: 0, host: '127.0.0.1', client, certs: new StaticCerts({ cert: serving.certPEM, key: serving.keyPEM }), serviceCIDR, inventory });
-  await installWebhookConfigurations(client, { target: { url: `https://127.0.0.1:${server.port}` }, caBundlePEM: ca.certPEM, names: DEFAULT_NAMES });
-  return server;
-}
-
 async function main(): Promise<void> {
   const t0 = Date.now();
   say('migration-controller demo: a tenant imports two vSphere VMs into Cozystack.');
@@ -152,6 +136,8 @@ async function main(): Promise<void> {
   admin = new KubeClient(kc);
 
   must(await kubectlAs(kubectl, adminKC, ['apply', '--server-side', '-f', join(REPO_ROOT, 'crds')]), 'installing the CRDs');
+  // The controller's own namespace, as on Cozystack: its webhook probes the Service CIDR there.
+  must(await kubectlAs(kubectl, adminKC, ['create', 'namespace', 'cozy-migration-controller']), 'creating namespace cozy-migration-controller');
   must(await kubectlAs(kubectl, adminKC, ['wait', '--for=condition=Established', 'crd/vmimportsources.forklift.cozystack.io', 'crd/vmimporttasks.forklift.cozystack.io', '--timeout=60s']), 'waiting for the CRDs');
   say('CRDs vmimportsources/vmimporttasks.forklift.cozystack.io established');
 
@@ -176,17 +162,15 @@ async function main(): Promise<void> {
   step('Starting the controller and its admission webhook');
   const controllerLog = join(info.logsDir, 'controller.log');
   const logger = createLogger({ level: process.env.MC_LOG_LEVEL ?? 'info', destination: createWriteStream(controllerLog) });
-  const cfg = {
-    ...parseConfig(['--kubeconfig', info.controller.kubeconfigPath, '--leader-elect=false', '--health-port', '0', '--metrics-port', '0', '--vddk-image', VDDK_IMAGE, '--inventory-url', sim.inventory.url], {}),
-  };
+  // --webhook-mode local: the controller serves its admission webhook on 127.0.0.1 with an in-memory
+  // certificate and registers both webhook configurations pointing at it (no Service, no pod network here).
+  const cfg = parseConfig(
+    ['--kubeconfig', info.controller.kubeconfigPath, '--leader-elect=false', '--health-port', '0', '--metrics-port', '0', '--webhook-mode', 'local', '--webhook-port', '0', '--vddk-image', VDDK_IMAGE, '--inventory-url', sim.inventory.url],
+    {},
+  );
   ctl = await runController(cfg, { logger });
-  // The webhook reads the Forklift inventory as the controller does (VM names, disk counts, host addresses).
-  const ctlKC = new k8s.KubeConfig();
-  ctlKC.loadFromFile(info.controller.kubeconfigPath);
-  ctlClient = new KubeClient(ctlKC);
-  webhook = await startAdmission(ctlClient, info.serviceCIDR, defaultInventoryClient(cfg, ctlClient));
   say(`controller: in-process, VDDK image ${VDDK_IMAGE}, metrics ${ctl.metricsURL}, log ${controllerLog}`);
-  say(`webhook: https://127.0.0.1:${webhook.port} (ValidatingWebhookConfiguration ${DEFAULT_NAMES.validating})`);
+  say(`webhook: ${ctl.webhookURL ?? '(not serving)'} (ValidatingWebhookConfiguration ${cfg.webhookValidatingConfiguration}, MutatingWebhookConfiguration ${cfg.webhookMutatingConfiguration})`);
 
   step(`Tenant namespace ${NS}`);
   const tenant = info.tenants[0]!;
@@ -233,6 +217,13 @@ async function main(): Promise<void> {
     return ready?.status === 'True' ? ready : undefined;
   });
   say(`vmimportsource/vcenter-prod Ready=True (${connected.reason}): ${connected.message}`);
+
+  // The API server picks up new webhook configurations asynchronously: wait (as admin, server-side dry
+  // run, which our CRD kinds honour) until a task on `local` is judged, so the tenant's attempt below is.
+  await waitUntil('the admission webhook to be effective', 30_000, async () => {
+    const r = await kubectlAs(kubectl, adminKC, ['apply', '--dry-run=server', '-f', join(EXAMPLES, 'task-wffc.yaml')]);
+    return r.code !== 0 && /denied the request/.test(r.stderr) ? true : undefined;
+  });
 
   step('Caught at admission: kubectl apply -f examples/task-wffc.yaml');
   const refused = await kubectlAs(kubectl, tenantKC, ['apply', '-f', join(EXAMPLES, 'task-wffc.yaml')]);

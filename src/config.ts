@@ -24,6 +24,23 @@ export interface ControllerConfig {
   metricsPort: number;
   /** Admission webhook (served by src/webhook). */
   webhookPort: number;
+  /**
+   * How the admission webhook runs:
+   * - `selfManaged`: serve on webhookPort with a CA + serving certificate this controller keeps in Secret
+   *   webhookSecretName (rotated before expiry) and injects into the chart's two configurations;
+   * - `certManager`: serve the certificate cert-manager mounts in webhookCertDir (reloaded on change);
+   * - `local`: serve on 127.0.0.1 with an in-memory certificate and register both configurations pointing
+   *   at https://127.0.0.1:<port> (a controller run outside the cluster: the demo, e2e tests);
+   * - `off`: no webhook (the reconcilers repeat every check anyway).
+   */
+  webhookMode: 'selfManaged' | 'certManager' | 'local' | 'off';
+  webhookSecretName: string;
+  webhookServiceName: string;
+  webhookValidatingConfiguration: string;
+  webhookMutatingConfiguration: string;
+  webhookCertDir: string;
+  /** Namespace the controller runs in (Leases, the webhook Secret, the Service-CIDR probe). */
+  podNamespace: string;
   logLevel: string;
   /** Workers per reconciler. */
   workers: number;
@@ -39,6 +56,8 @@ export interface ControllerConfig {
 export const DEFAULT_FORKLIFT_NAMESPACE = 'cozy-forklift';
 export const INVENTORY_CA_SECRET = 'forklift-inventory-serving-cert';
 export const DEFAULT_LEASE_NAME = 'migration-controller-leader';
+/** Cozystack's namespace for this controller. */
+export const DEFAULT_CONTROLLER_NAMESPACE = 'cozy-migration-controller';
 
 export function defaultInventoryURL(forkliftNamespace: string): string {
   return `https://forklift-inventory.${forkliftNamespace}.svc:8443`;
@@ -57,6 +76,8 @@ const USAGE = `migration-controller [flags]
   --health-port <n>            health probes (default 8081)
   --metrics-port <n>           metrics (default 8080)
   --webhook-port <n>           admission webhook (default 9443)
+  --webhook-mode <mode>        selfManaged|certManager|local|off (env WEBHOOK_CERT_MODE; default selfManaged
+                               in-cluster, off with a kubeconfig)
   --log-level <level>          trace|debug|info|warn|error (default info)
   --workers <n>                workers per controller (default 4)
   --poll-only[=true|false]     benchmark baseline: no wake-ups from secondary kinds, fixed requeue (default false)
@@ -102,7 +123,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     }
     flags.set(name, value);
   }
-  const known = ['kubeconfig', 'namespace', 'leader-elect', 'lease-name', 'lease-namespace', 'vddk-image', 'forklift-namespace', 'inventory-url', 'service-cidr', 'health-port', 'metrics-port', 'webhook-port', 'log-level', 'workers', 'poll-only', 'poll-interval-ms'];
+  const known = ['kubeconfig', 'namespace', 'leader-elect', 'lease-name', 'lease-namespace', 'vddk-image', 'forklift-namespace', 'inventory-url', 'service-cidr', 'health-port', 'metrics-port', 'webhook-port', 'webhook-mode', 'log-level', 'workers', 'poll-only', 'poll-interval-ms'];
   for (const k of flags.keys()) if (!known.includes(k)) throw new ConfigError(`unknown flag --${k}`);
 
   const get = (flag: string, envName: string | undefined): string | undefined => flags.get(flag) ?? (envName ? env[envName] : undefined);
@@ -126,6 +147,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
   } catch {
     throw new ConfigError(`--inventory-url: not a URL: ${inventoryURL}`);
   }
+  const webhookMode = get('webhook-mode', 'WEBHOOK_CERT_MODE') || (inCluster ? 'selfManaged' : 'off');
+  if (!['selfManaged', 'certManager', 'local', 'off'].includes(webhookMode)) throw new ConfigError(`--webhook-mode: unknown mode ${webhookMode}`);
+  const podNamespace = env.POD_NAMESPACE || DEFAULT_CONTROLLER_NAMESPACE;
   return {
     kubeconfig,
     namespace: get('namespace', 'WATCH_NAMESPACE') ?? '',
@@ -140,6 +164,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     healthPort: parsePort(get('health-port', 'HEALTH_PORT') ?? '8081', '--health-port'),
     metricsPort: parsePort(get('metrics-port', 'METRICS_PORT') ?? '8080', '--metrics-port'),
     webhookPort: parsePort(get('webhook-port', 'WEBHOOK_PORT') ?? '9443', '--webhook-port'),
+    webhookMode: webhookMode as ControllerConfig['webhookMode'],
+    webhookSecretName: env.WEBHOOK_SECRET_NAME || 'migration-controller-webhook-tls',
+    webhookServiceName: env.WEBHOOK_SERVICE_NAME || 'migration-controller-webhook',
+    webhookValidatingConfiguration: env.WEBHOOK_VALIDATING_CONFIGURATION || 'migration-controller-validating',
+    webhookMutatingConfiguration: env.WEBHOOK_MUTATING_CONFIGURATION || 'migration-controller-early',
+    webhookCertDir: env.WEBHOOK_CERT_DIR || '/etc/migration-controller/webhook-tls',
+    podNamespace,
     logLevel,
     workers,
     pollOnly,

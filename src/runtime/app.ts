@@ -7,6 +7,7 @@ import { KubeEventRecorder } from '../telemetry/events.ts';
 import { createLogger, type Logger } from '../telemetry/logger.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { startHealthServer, type HealthServer } from './health.ts';
+import { startControllerWebhook, type ControllerWebhook } from '../webhook/run.ts';
 import { KubeClient } from './kube.ts';
 import { LeaderElector } from './leader.ts';
 import { Manager } from './manager.ts';
@@ -33,6 +34,8 @@ export interface RunningController {
   manager: Manager;
   metrics: Metrics;
   isLeader(): boolean;
+  /** Base URL of the admission webhook, when webhookMode is not `off`. */
+  webhookURL?: string;
 }
 
 export function loadKubeConfig(cfg: Pick<ControllerConfig, 'kubeconfig'>): k8s.KubeConfig {
@@ -64,6 +67,15 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
     servers.push(metricsServer);
   }
 
+  // The webhook is stateless and served by every replica, leader or standby.
+  let webhook: ControllerWebhook | undefined;
+  try {
+    webhook = await startControllerWebhook(cfg, client, log.child({ component: 'webhook' }));
+  } catch (e) {
+    await Promise.all(servers.map((s) => s.close()));
+    throw e;
+  }
+
   let stopped = false;
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
@@ -72,6 +84,7 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
       log.info('stopping');
       await elector?.stop();
       await manager.stop();
+      await webhook?.stop();
       await events.flush();
       await Promise.all(servers.map((s) => s.close()));
       client.close();
@@ -116,5 +129,5 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
     else opts.signal.addEventListener('abort', () => void stop(), { once: true });
   }
   log.info({ namespace: cfg.namespace || '(all)', leaderElect: cfg.leaderElect, vddkConfigured: cfg.vddkImage !== '', health: health.url, metrics: metricsServer.url }, 'controller started');
-  return { stop, metricsURL: `${metricsServer.url}/metrics`, healthURL: health.url, manager, metrics, isLeader: () => elector?.isLeader() ?? true };
+  return { stop, metricsURL: `${metricsServer.url}/metrics`, healthURL: health.url, manager, metrics, isLeader: () => elector?.isLeader() ?? true, webhookURL: webhook?.url };
 }

