@@ -22,6 +22,7 @@ import { InventoryClient, InventoryError, pickerList } from '../../forklift/inve
 import {
   destinationProviderName,
   hostObjectName,
+  hostSecretName,
   mergeDesired,
   needsUpdate,
   renderCredentialsSecret,
@@ -109,7 +110,8 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
     watches: [
       { gvr: GVRs.Provider, map: mapToSource, labelSelector: managedSelector },
       { gvr: GVRs.Host, map: mapToSource, labelSelector: managedSelector },
-      { gvr: GVRs.Secret, map: mapToSource, labelSelector: managedSelector },
+      // No watch on Secrets: the controller may not list or watch them (least privilege: a namespace's
+      // Secrets are not ours to read). Ours are found by their deterministic names.
     ],
     reconcile: (key, ctx) => reconcileSource(cfg, deps, key, ctx),
   };
@@ -245,18 +247,15 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
   }
 
   // 4. Prune hosts removed from the spec: only objects carrying THIS source's UID.
+  // The Host's Secret goes first: a crash in between leaves the Host, which the next pass prunes again.
   const mine = { [LABEL_SOURCE_UID]: src.metadata.uid! };
   for (const h of hostsCache.list(ns, mine)) {
     if (!wanted.has(h.metadata!.name!)) {
       ctx.log.info({ host: h.metadata?.name }, 'pruning a Host no longer in spec.hosts');
+      const hostId = h.metadata?.labels?.[LABEL_HOST_ID];
+      if (hostId) await deleteOwnSecret(ctx, ns, hostSecretName(name, hostId), src.metadata.uid!);
       await ctx.client.delete(GVRs.Host, ns, h.metadata!.name!, { uid: h.metadata?.uid });
     }
-  }
-  const wantedHostIds = new Set((src.spec.hosts ?? []).map((h) => h.id));
-  const secrets = await ctx.client.list<SecretObject>(GVRs.Secret, ns, { labelSelector: `${LABEL_SOURCE_UID}=${src.metadata.uid},${LABEL_HOST_ID}` });
-  for (const s of secrets.items) {
-    const id = s.metadata?.labels?.[LABEL_HOST_ID];
-    if (id && !wantedHostIds.has(id)) await ctx.client.delete(GVRs.Secret, ns, s.metadata!.name!, { uid: s.metadata?.uid });
   }
   return undefined;
 }
@@ -313,6 +312,14 @@ async function writeStatus(src: VMImportSource, ctx: ReconcileContext, obs: Sour
   }
 }
 
+/** Deletes a Secret by name when it is this source's (label or owner reference); never a foreign one. */
+async function deleteOwnSecret(ctx: ReconcileContext, ns: string, name: string, sourceUID: string): Promise<void> {
+  const s = await ctx.client.get(GVRs.Secret, ns, name);
+  if (!s) return;
+  const ours = s.metadata?.labels?.[LABEL_SOURCE_UID] === sourceUID || !!s.metadata?.ownerReferences?.some((r) => r.uid === sourceUID);
+  if (ours) await ctx.client.delete(GVRs.Secret, ns, name, { uid: s.metadata?.uid });
+}
+
 async function finalize(src: VMImportSource, ctx: ReconcileContext): Promise<Result> {
   if (!src.metadata.finalizers?.includes(FINALIZER)) return {};
   const ns = src.metadata.namespace!;
@@ -320,24 +327,27 @@ async function finalize(src: VMImportSource, ctx: ReconcileContext): Promise<Res
   const uid = src.metadata.uid!;
   const mine = (o: KubeObject | undefined): boolean => o?.metadata?.labels?.[LABEL_SOURCE_UID] === uid || !!o?.metadata?.ownerReferences?.some((r) => r.uid === uid);
   const sel = `${LABEL_SOURCE_UID}=${uid}`;
+  // Host Secrets are named after the host ids: those in the spec and those of the Hosts still present.
+  const hostIds = new Set((src.spec.hosts ?? []).map((h) => h.id));
   for (const gvr of [GVRs.Host, GVRs.Provider]) {
     if (!ctx.installed(gvr)) continue;
     try {
       const objs = await ctx.client.list(gvr, ns, { labelSelector: sel });
-      for (const o of objs.items) await ctx.client.delete(gvr, ns, o.metadata!.name!, { uid: o.metadata?.uid });
+      for (const o of objs.items) {
+        const hostId = o.metadata?.labels?.[LABEL_HOST_ID];
+        if (gvr === GVRs.Host && hostId) hostIds.add(hostId);
+        await ctx.client.delete(gvr, ns, o.metadata!.name!, { uid: o.metadata?.uid });
+      }
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
   }
-  for (const gvr of [GVRs.Secret, GVRs.ConfigMap]) {
-    const objs = await ctx.client.list(gvr, ns, { labelSelector: sel });
-    for (const o of objs.items) await ctx.client.delete(gvr, ns, o.metadata!.name!, { uid: o.metadata?.uid });
-  }
-  // The credentials Secret and inventory ConfigMap by name too, when ours (a label may have been edited away).
-  for (const [gvr, n] of [[GVRs.Secret, credentialsSecretName(name)], [GVRs.ConfigMap, inventoryConfigMapName(name)]] as const) {
-    const o = await ctx.client.get(gvr, ns, n);
-    if (mine(o)) await ctx.client.delete(gvr, ns, n, { uid: o!.metadata?.uid });
-  }
+  for (const id of hostIds) await deleteOwnSecret(ctx, ns, hostSecretName(name, id), uid);
+  await deleteOwnSecret(ctx, ns, credentialsSecretName(name), uid);
+  for (const o of (await ctx.client.list(GVRs.ConfigMap, ns, { labelSelector: sel })).items) await ctx.client.delete(GVRs.ConfigMap, ns, o.metadata!.name!, { uid: o.metadata?.uid });
+  // The inventory ConfigMap by name too, when ours (a label may have been edited away).
+  const cm = await ctx.client.get(GVRs.ConfigMap, ns, inventoryConfigMapName(name));
+  if (mine(cm)) await ctx.client.delete(GVRs.ConfigMap, ns, inventoryConfigMapName(name), { uid: cm!.metadata?.uid });
   ctx.events.event(src as unknown as KubeObject, 'Normal', SourceReason.Deleting, 'Removed the Forklift Providers, Hosts, Secrets and inventory ConfigMap of this source.');
   await ctx.client.patch(GVRs.VMImportSource, ns, name, {
     metadata: { finalizers: (src.metadata.finalizers ?? []).filter((f) => f !== FINALIZER), resourceVersion: src.metadata.resourceVersion },
