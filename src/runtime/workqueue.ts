@@ -117,6 +117,8 @@ export class WorkQueue {
     this.name = name;
     this.limiter = o.rateLimiter ?? defaultControllerRateLimiter();
     this.metrics = o.metrics;
+    // Publish the empty queue at once: an absent series reads as "no data", not as "idle".
+    this.metrics?.depth(0);
   }
 
   add(key: string): void {

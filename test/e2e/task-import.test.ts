@@ -117,10 +117,18 @@ test('two VMs, one with three disks, are imported to Ready=True with per-VM prog
   const events = (await c.list(GVRs.Event, ns)).items as Array<KubeObject & { reason?: string; involvedObject?: { name?: string } }>;
   assert.equal(events.filter((e) => e.reason === 'Imported' && e.involvedObject?.name === 'import').length, 2);
 
-  // A terminal task is a record: nothing more is written to it.
-  const rv = t.metadata.resourceVersion;
-  await new Promise((r) => setTimeout(r, 1500)); // observation window, not synchronisation: nothing may happen in it
-  assert.equal((await getTask(ns, 'import'))!.metadata.resourceVersion, rv);
+  // A terminal task is a record: nothing more is written to it. Poke it (an update wakes the controller),
+  // wait until the controller has reconciled it again, and check that it wrote nothing.
+  const reconciles = async (): Promise<number> => {
+    const text = await (await fetch(ctl.metricsURL)).text();
+    const m = /^migration_controller_reconcile_total\{controller="vmimporttask",result="success"\} (\d+)/m.exec(text);
+    return m ? Number(m[1]) : 0;
+  };
+  const idle = async (): Promise<boolean> => /^migration_controller_workqueue_depth\{name="vmimporttask"\} 0$/m.test(await (await fetch(ctl.metricsURL)).text());
+  const before = await reconciles();
+  const poked = await c.patch<VMImportTask & KubeObject>(GVRs.VMImportTask, ns, 'import', { metadata: { annotations: { 'e2e.test/poke': '1' } } });
+  await waitFor('the controller to reconcile the finished task again', async () => (await reconciles()) > before && (await idle()));
+  assert.equal((await getTask(ns, 'import'))!.metadata.resourceVersion, poked.metadata.resourceVersion, 'the controller wrote to a finished task');
 
   // Deleting the finished task removes its scaffolding only: the imported VMs and disks stay.
   await c.delete(GVRs.VMImportTask, ns, 'import');

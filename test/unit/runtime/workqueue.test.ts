@@ -121,3 +121,15 @@ test('shutdown wakes waiting workers with undefined and drops timed adds', async
   q.add('y');
   assert.equal(await q.get(), undefined);
 });
+
+test('the depth gauge reads 0 from the start and returns to 0 once workers drain the queue', async () => {
+  const depths: number[] = [];
+  const q = new WorkQueue('gauge', { metrics: { depth: (n) => depths.push(n), add() {}, retry() {}, latency() {}, workDuration() {} } });
+  assert.deepEqual(depths, [0]);
+  q.add('a');
+  q.add('b');
+  assert.equal(depths.at(-1), 2);
+  for (const k of [await q.get(), await q.get()]) q.done(k!);
+  assert.equal(depths.at(-1), 0);
+  q.shutdown();
+});
