@@ -77,10 +77,13 @@ export function machine(): Record<string, unknown> {
   return { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version, platform: `${os.platform()} ${os.release()}` };
 }
 
-/** Writes bench/results/<name>.json (figures + parameters + machine) and returns its path. */
+/**
+ * Writes bench/results/<name>.json (figures + parameters + machine) and returns its path. A `--quick`
+ * run writes <name>.quick.json instead, so a smoke run never replaces measured figures.
+ */
 export function writeResult(name: string, params: Record<string, unknown>, figures: Record<string, unknown>): string {
   mkdirSync(RESULTS_DIR, { recursive: true });
-  const path = join(RESULTS_DIR, `${name}.json`);
+  const path = join(RESULTS_DIR, `${name}${params.quick === true ? '.quick' : ''}.json`);
   writeFileSync(path, JSON.stringify({ name, date: new Date().toISOString(), machine: machine(), params, figures }, null, 2) + '\n');
   return path;
 }

@@ -5,7 +5,8 @@
 //   npm run bench -- --quick                        # smallest form of each (a smoke run)
 //   npm run bench -- --only latency,scale --sizes 50,200,800 --repeats 5
 // Flags: --quick, --only <names>, --repeats <n> (startup, requests, latency), --objects <n> (startup/idle),
-// --sizes <list> (scale), --pv-sync-period <d>, --poll-interval-ms <n> (latency), --idle-seconds <n>.
+// --sizes <list> and --timeout-minutes <n> (scale), --pv-sync-period <d>, --poll-interval-ms <n> (latency),
+// --idle-seconds <n>.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,7 +28,7 @@ const all: Bench[] = [
   { name: 'startup', file: 'bench/startup.ts', flags: [...common, ...pass('repeats', 'objects', 'namespaces', 'idle-seconds')] },
   { name: 'requests', file: 'bench/requests.ts', flags: [...common, ...pass('repeats')] },
   { name: 'latency', file: 'bench/latency.ts', flags: [...common, ...pass('repeats', 'poll-interval-ms')] },
-  { name: 'scale', file: 'bench/scale.ts', flags: [...common, ...pass('sizes', 'namespaces')] },
+  { name: 'scale', file: 'bench/scale.ts', flags: [...common, ...pass('sizes', 'namespaces', 'timeout-minutes')] },
 ];
 // The admission webhook's benchmark (its own file, its own flags through the environment).
 if (existsSync(join(REPO_ROOT, 'bench/webhook.ts'))) {

@@ -54,6 +54,7 @@ test('handoff latency is measured for the watching controller and the poll-only 
 
 test('tasks started at once all become Ready without a reconcile error, with CPU, RSS and queue depth recorded', async () => {
   const f = await benchScale(env, { tasks: 2, namespaces: 2 });
+  assert.equal(f.completed, true);
   assert.equal(f.failedTasks, 0);
   assert.equal(f.reconcileErrors, 0, JSON.stringify(f.reconcileErrorsByReason));
   assert.ok(f.cpuSeconds > 0 && f.peakRssMiB > 0);

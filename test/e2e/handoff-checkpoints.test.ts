@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { pino } from 'pino';
-import { adminKubeConfig, testEnv, freshNamespace, loadYamlObjects, REPO_ROOT, waitFor, ControlPlane, kubeConfigFor } from './env/index.ts';
+import { adminKubeConfig, testEnv, freshNamespace, REPO_ROOT, waitFor, ControlPlane, kubeConfigFor } from './env/index.ts';
 import { KubeClient, type KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { ReconcileContext } from '../../src/runtime/reconciler.ts';
@@ -23,33 +23,16 @@ import { CDI_POPULATED_FOR, LABEL_DISK_INDEX, LABEL_TASK_UID, LABEL_VM_ID, ANNOT
 import { TaskReason } from '../../src/api/conditions.ts';
 import { type Sim, CONTENT_ANNOTATION, createStorageClass, startSim, vcenter } from '../sim/index.ts';
 import { R, Rest, condition, createMigration, createPlan, forkliftSetup } from '../sim/testing.ts';
+import { installStandInCRDs } from './fixtures.ts';
 import { ENV_KILL_AFTER_STEP, HANDOFF_STEPS, Step, handoffHooks, reconcileHandoff, type HandoffOutcome, type StepName } from '../../src/controllers/handoff/index.ts';
 
 const CONTENT = 'e2e.cozystack.io/content';
 
 let client: KubeClient;
 
-/**
- * Installs the stand-in CRDs (test/crds) as raw JSON. Server-side apply through client-node's typed
- * models drops `x-kubernetes-preserve-unknown-fields` (observed: the stored schema becomes
- * `{type: object}` and every spec is pruned), so the harness's applyObjects cannot be used for them.
- */
-async function installStandIns(c: KubeClient): Promise<void> {
-  const crds = loadYamlObjects(join(REPO_ROOT, 'test/crds')) as KubeObject[];
-  for (const crd of crds) {
-    await c.patch(GVRs.CustomResourceDefinition, undefined, crd.metadata!.name!, crd, 'apply', { force: true, fieldManager: 'e2e' });
-  }
-  for (const crd of crds) {
-    await waitFor(`CRD ${crd.metadata?.name} Established`, async () => {
-      const got = await c.get(GVRs.CustomResourceDefinition, undefined, crd.metadata!.name!);
-      return (St(got).conditions as Array<{ type: string; status: string }> | undefined)?.some((x) => x.type === 'Established' && x.status === 'True');
-    });
-  }
-}
-
 before(async () => {
   client = new KubeClient(await adminKubeConfig());
-  await installStandIns(client);
+  await installStandInCRDs(client);
 });
 after(() => client?.close());
 
@@ -474,7 +457,7 @@ test('the handoff lets the PV binder finish from watch events, not its 15 s peri
   const cp = await ControlPlane.start({ pvSyncPeriod: '15s', quiet: true });
   const own = new KubeClient(kubeConfigFor(cp.kubeconfigPath));
   try {
-    await installStandIns(own);
+    await installStandInCRDs(own);
     const saved = client;
     client = own;
     try {
@@ -612,7 +595,7 @@ describe('the handoff of a transfer the simulated Forklift ran', () => {
     sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [simWorld] });
     rest = new Rest(env.admin.kubeconfigPath);
     // startSim re-applied the stand-in CRDs its own way; make sure their schemas keep unknown fields.
-    await installStandIns(client);
+    await installStandInCRDs(client);
   });
   after(async () => {
     await sim?.stop();

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { KubeClient } from '../../src/runtime/kube.ts';
 import { GVRs, type GVR } from '../../src/runtime/gvr.ts';
 import { adminKubeConfig, applyObjects, freshNamespace, kubeConfigFor, kubectl, testEnv, waitFor, REPO_ROOT } from './env/index.ts';
+import { alive } from './fixtures.ts';
 
 const WIDGET: GVR = { group: 'harness.e2e.test', version: 'v1', plural: 'widgets', kind: 'Widget', namespaced: true };
 
@@ -176,12 +177,3 @@ test('no etcd or kube-* process outlives the run that started it, whether it end
     await waitFor(`every component gone after ${signal}`, () => Object.values(pids).every((pid) => !alive(pid)), { timeoutMs: 20_000 });
   }
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -1,9 +1,11 @@
 // Every fault of the simulated world is reproducible on demand, and shows the way the real systems show it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshNamespace, testEnv, waitFor } from './env/index.ts';
-import { type Sim, CONTENT_ANNOTATION, NBD_ERROR, contentIdentity, createStorageClass, startSim, vcenter } from '../sim/index.ts';
-import { R, Rest, type Obj, condition, createMigration, createPlan, eventsFor, forkliftSetup, listIn, vsphereSecret } from '../sim/testing.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootSim, type BootedSim } from './fixtures.ts';
+import { CONTENT_ANNOTATION, NBD_ERROR, contentIdentity, vcenter } from '../sim/index.ts';
+import type { Rest} from '../sim/testing.ts';
+import { R, type Obj, condition, createMigration, createPlan, eventsFor, forkliftSetup, listIn, vsphereSecret } from '../sim/testing.ts';
 
 const URL_F = 'https://vcenter-faults.example.com/sdk';
 const world = vcenter({
@@ -24,17 +26,14 @@ const world = vcenter({
 });
 
 describe('simulated faults', () => {
-  let sim: Sim;
   let rest: Rest;
+  let booted: BootedSim;
   before(async () => {
-    const env = await testEnv();
-    await createStorageClass(env.admin.kubeconfigPath, { name: 'sim-faults' });
-    sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], mbPerSecond: 4096, timings: { unreachableFailMs: 2500, conversionMs: 2000 } });
-    rest = new Rest(env.admin.kubeconfigPath);
+    booted = await bootSim({ worlds: [world], storageClasses: [{ name: 'sim-faults' }], sim: { mbPerSecond: 4096, timings: { unreachableFailMs: 2500, conversionMs: 2000 } } });
+    rest = booted.rest;
   });
   after(async () => {
-    await sim?.stop();
-    rest?.close();
+    await booted?.shutdown();
   });
 
   const start = async (vmId: string): Promise<{ ns: string; plan: Obj; mig: Obj }> => {

@@ -2,9 +2,11 @@
 // conditions only ever status "True", with categories, re-staged on every reconcile.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshNamespace, testEnv, waitFor } from './env/index.ts';
-import { type Sim, createStorageClass, startSim, vcenter } from '../sim/index.ts';
-import { FORKLIFT_SECRET_LABELS, R, Rest, type Obj, condition, createPlan, forkliftSetup, goodSecretData, hostProvider, vsphereProvider, vsphereSecret } from '../sim/testing.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootSim, type BootedSim } from './fixtures.ts';
+import { vcenter } from '../sim/index.ts';
+import type { Rest} from '../sim/testing.ts';
+import { FORKLIFT_SECRET_LABELS, R, type Obj, condition, createPlan, forkliftSetup, goodSecretData, hostProvider, vsphereProvider, vsphereSecret } from '../sim/testing.ts';
 
 const URL_A = 'https://vcenter-a.example.com/sdk';
 const world = vcenter({
@@ -25,18 +27,15 @@ const world = vcenter({
 });
 
 describe('simulated Forklift: Providers, Hosts, maps and Plan validation', () => {
-  let sim: Sim;
   let rest: Rest;
+  let booted: BootedSim;
   before(async () => {
-    const env = await testEnv();
-    await createStorageClass(env.admin.kubeconfigPath, { name: 'sim-objects' });
     // Long enough transient conditions to be observed by polling tests.
-    sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], timings: { loadInventoryMs: 1500, validatingVddkMs: 1500 } });
-    rest = new Rest(env.admin.kubeconfigPath);
+    booted = await bootSim({ worlds: [world], storageClasses: [{ name: 'sim-objects' }], sim: { timings: { loadInventoryMs: 1500, validatingVddkMs: 1500 } } });
+    rest = booted.rest;
   });
   after(async () => {
-    await sim?.stop();
-    rest?.close();
+    await booted?.shutdown();
   });
 
   const observe = async (res: typeof R.Provider, ns: string, name: string, what: string, pred: (o: Obj) => boolean): Promise<Obj> =>

@@ -3,9 +3,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import https from 'node:https';
-import { freshNamespace, testEnv, waitFor } from './env/index.ts';
-import { type Sim, INVENTORY_SECRET, createStorageClass, startSim, vcenter } from '../sim/index.ts';
-import { R, Rest, condition, forkliftSetup } from '../sim/testing.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootSim, type BootedSim } from './fixtures.ts';
+import { type Sim, INVENTORY_SECRET, vcenter } from '../sim/index.ts';
+import type { Rest} from '../sim/testing.ts';
+import { R, condition, forkliftSetup } from '../sim/testing.ts';
 
 const URL_I = 'https://vcenter-inv.example.com/sdk';
 const world = vcenter({
@@ -33,20 +35,18 @@ describe('simulated Forklift inventory', () => {
   let rest: Rest;
   let token: string;
   let base: string;
+  let booted: BootedSim;
   before(async () => {
-    const env = await testEnv();
-    token = env.admin.token;
-    await createStorageClass(env.admin.kubeconfigPath, { name: 'sim-inv' });
-    sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world] });
-    rest = new Rest(env.admin.kubeconfigPath);
+    booted = await bootSim({ worlds: [world], storageClasses: [{ name: 'sim-inv' }] });
+    ({ sim, rest } = booted);
+    token = booted.env.admin.token;
     const ns = await freshNamespace('sim-inv');
     const { source } = await forkliftSetup(rest, ns, world, { storageClass: 'sim-inv' });
     await waitFor('Provider Ready', async () => condition(await rest.get(R.Provider, ns, 'vsphere'), 'Ready'));
     base = `${sim.inventory.url}/providers/vsphere/${source.metadata.uid}`;
   });
   after(async () => {
-    await sim?.stop();
-    rest?.close();
+    await booted?.shutdown();
   });
 
   test('the serving CA is published in the forklift-inventory-serving-cert Secret', async () => {

@@ -1,9 +1,11 @@
 // Forklift may be absent when things start and be installed later: the sim can play that.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshNamespace, testEnv, waitFor } from './env/index.ts';
-import { type Sim, createStorageClass, startSim, vcenter } from '../sim/index.ts';
-import { R, Rest, condition, forkliftSetup } from '../sim/testing.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootSim, type BootedSim } from './fixtures.ts';
+import { type Sim, vcenter } from '../sim/index.ts';
+import type { Rest} from '../sim/testing.ts';
+import { R, condition, forkliftSetup } from '../sim/testing.ts';
 
 const world = vcenter({ url: 'https://vcenter-late.example.com/sdk', vms: [{ id: 'vm-1', name: 'solo' }] });
 
@@ -11,17 +13,15 @@ describe('absent or late Forklift', () => {
   let sim: Sim;
   let rest: Rest;
   let installed = false;
+  let booted: BootedSim;
   before(async () => {
-    const env = await testEnv();
-    await createStorageClass(env.admin.kubeconfigPath, { name: 'sim-late' });
-    sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], forkliftInstalled: false });
-    rest = new Rest(env.admin.kubeconfigPath);
+    booted = await bootSim({ worlds: [world], storageClasses: [{ name: 'sim-late' }], sim: { forkliftInstalled: false } });
+    ({ sim, rest } = booted);
   });
   after(async () => {
     // Leave the shared control plane as other files expect it: Forklift installed.
     if (sim && !installed) await sim.installForklift();
-    await sim?.stop();
-    rest?.close();
+    await booted?.shutdown();
   });
 
   test('without Forklift its kinds are not served; once installed, a Provider written by hand becomes Ready', async () => {

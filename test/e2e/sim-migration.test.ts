@@ -2,9 +2,11 @@
 // through hand-written Plan/Migration objects (no controller), and exactly what Forklift leaves behind.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshNamespace, testEnv, waitFor } from './env/index.ts';
-import { type Sim, CONTENT_ANNOTATION, contentIdentity, createStorageClass, startSim, vcenter } from '../sim/index.ts';
-import { R, Rest, type Obj, condition, createMigration, createPlan, forkliftSetup, listIn } from '../sim/testing.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootSim, type BootedSim } from './fixtures.ts';
+import { type Sim, CONTENT_ANNOTATION, contentIdentity, vcenter } from '../sim/index.ts';
+import type { Rest} from '../sim/testing.ts';
+import { R, type Obj, condition, createMigration, createPlan, forkliftSetup, listIn } from '../sim/testing.ts';
 
 const URL_A = 'https://vcenter-a.example.com/sdk';
 const world = vcenter({
@@ -20,16 +22,14 @@ const world = vcenter({
 describe('simulated Forklift: cold raw-copy migration', () => {
   let sim: Sim;
   let rest: Rest;
+  let booted: BootedSim;
   before(async () => {
-    const env = await testEnv();
-    await createStorageClass(env.admin.kubeconfigPath, { name: 'sim-fast', reclaimPolicy: 'Delete' });
     // 8 GiB/s: the two-disk VM takes about 3 s, long enough to observe progress.
-    sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], mbPerSecond: 8192, timings: { maxVmInflight: 1 } });
-    rest = new Rest(env.admin.kubeconfigPath);
+    booted = await bootSim({ worlds: [world], storageClasses: [{ name: 'sim-fast', reclaimPolicy: 'Delete' }], sim: { mbPerSecond: 8192, timings: { maxVmInflight: 1 } } });
+    ({ sim, rest } = booted);
   });
   after(async () => {
-    await sim?.stop();
-    rest?.close();
+    await booted?.shutdown();
   });
 
   const ready = async (res: typeof R.Provider, ns: string, name: string): Promise<Obj> =>

@@ -2,24 +2,21 @@
 // Cozystack apps API: create-time name limits and rendering of VMDisk / VMInstance.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshNamespace, testEnv, waitFor } from './env/index.ts';
-import { type Sim, POPULATED_FOR, SIM_PROVISIONER, createStorageClass, startSim, vcenter } from '../sim/index.ts';
-import { R, Rest, type Obj } from '../sim/testing.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootSim, type BootedSim } from './fixtures.ts';
+import { POPULATED_FOR, SIM_PROVISIONER, vcenter } from '../sim/index.ts';
+import type { Rest} from '../sim/testing.ts';
+import { R, type Obj } from '../sim/testing.ts';
 
 describe('simulated storage, CDI and Cozystack apps', () => {
-  let sim: Sim;
   let rest: Rest;
+  let booted: BootedSim;
   before(async () => {
-    const env = await testEnv();
-    await createStorageClass(env.admin.kubeconfigPath, { name: 'sim-del', reclaimPolicy: 'Delete' });
-    await createStorageClass(env.admin.kubeconfigPath, { name: 'sim-retain', reclaimPolicy: 'Retain' });
-    await createStorageClass(env.admin.kubeconfigPath, { name: 'sim-wffc', bindingMode: 'WaitForFirstConsumer' });
-    sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [vcenter({ url: 'https://vcenter-sto.example.com/sdk' })] });
-    rest = new Rest(env.admin.kubeconfigPath);
+    booted = await bootSim({ worlds: [vcenter({ url: 'https://vcenter-sto.example.com/sdk' })], storageClasses: [{ name: 'sim-del', reclaimPolicy: 'Delete' }, { name: 'sim-retain', reclaimPolicy: 'Retain' }, { name: 'sim-wffc', bindingMode: 'WaitForFirstConsumer' }] });
+    rest = booted.rest;
   });
   after(async () => {
-    await sim?.stop();
-    rest?.close();
+    await booted?.shutdown();
   });
 
   const claim = (ns: string, name: string, sc: string, extra: Record<string, unknown> = {}, annotations: Record<string, string> = {}): Promise<Obj> =>

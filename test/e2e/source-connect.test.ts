@@ -1,12 +1,12 @@
 // VMImportSource against the simulated Forklift and vCenter on the real API server: what a tenant sees.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSim, vcenter, type Sim } from '../sim/index.ts';
+import { vcenter, type Sim } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
-import { freshNamespace, installOurCRDs, testEnv, waitFor } from './env/index.ts';
-import { startController } from './controller.ts';
-import { adminClient, createSource, getSource, readyOf, waitForReason } from './source-helpers.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootWorld, type BootedWorld } from './fixtures.ts';
+import { createSource, getSource, readyOf, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-connect.example.com/sdk';
 const world = vcenter({
@@ -24,22 +24,19 @@ const world = vcenter({
 const good = { username: world.user, password: world.password, caCert: world.caPEM };
 const spec = (over: object = {}) => ({ type: 'vsphere' as const, url: URL_VC, credentials: good, ...over });
 
+let booted: BootedWorld;
 let sim: Sim;
-let ctl: { stop(): Promise<void>; metricsURL: string };
+let ctl: BootedWorld['ctl'];
 let c: KubeClient;
 
+// The controller runs with VDDK_IMAGE (registry.example.com/vddk:8.0.3).
 before(async () => {
-  const env = await testEnv();
-  await installOurCRDs();
-  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world] });
-  ctl = await startController({ kubeconfigPath: env.admin.kubeconfigPath, vddkImage: 'registry.example.com/vddk:8.0.3', inventoryURL: sim.inventory.url });
-  c = await adminClient();
+  booted = await bootWorld({ worlds: [world] });
+  ({ sim, ctl, c } = booted);
 });
 
 after(async () => {
-  await ctl?.stop();
-  await sim?.stop();
-  c?.close();
+  await booted?.shutdown();
 });
 
 const secretText = (s: KubeObject & { data?: Record<string, string> }, k: string): string => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');

@@ -2,32 +2,29 @@
 // Forklift's CRDs appear, without restarting the controller.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSim, vcenter, type Sim } from '../sim/index.ts';
+import { vcenter, type Sim } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient } from '../../src/runtime/kube.ts';
-import { freshNamespace, installOurCRDs, testEnv, waitFor } from './env/index.ts';
-import { startController } from './controller.ts';
-import { adminClient, createSource, readyOf, waitForReason } from './source-helpers.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootWorld, type BootedWorld } from './fixtures.ts';
+import { createSource, readyOf, waitForReason } from './source-helpers.ts';
 
 const world = vcenter({ url: 'https://vcenter-late.example.com/sdk' });
+let booted: BootedWorld;
 let sim: Sim;
-let ctl: { stop(): Promise<void>; metricsURL: string };
+let ctl: BootedWorld['ctl'];
 let c: KubeClient;
 
 before(async () => {
-  const env = await testEnv();
-  await installOurCRDs();
-  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], forkliftInstalled: false });
-  ctl = await startController({ kubeconfigPath: env.admin.kubeconfigPath, vddkImage: 'registry.example.com/vddk:8.0.3', inventoryURL: sim.inventory.url });
-  c = await adminClient();
+  booted = await bootWorld({ worlds: [world], sim: { forkliftInstalled: false } });
+  ({ sim, ctl, c } = booted);
 });
 
 after(async () => {
   await ctl?.stop();
   // Leave Forklift installed for the files that follow.
   await sim?.installForklift().catch(() => undefined);
-  await sim?.stop();
-  c?.close();
+  await booted?.shutdown();
 });
 
 test('Forklift installed after start-up is picked up without a restart', async () => {

@@ -1,30 +1,24 @@
 // With no VDDK image configured (a supported state) a vSphere source says so at once and materialises nothing.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSim, vcenter, type Sim } from '../sim/index.ts';
+import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient } from '../../src/runtime/kube.ts';
-import { freshNamespace, installOurCRDs, testEnv } from './env/index.ts';
-import { startController } from './controller.ts';
-import { adminClient, createSource, readyOf, waitForReason } from './source-helpers.ts';
+import { freshNamespace } from './env/index.ts';
+import { bootWorld, type BootedWorld } from './fixtures.ts';
+import { createSource, readyOf, waitForReason } from './source-helpers.ts';
 
 const world = vcenter({ url: 'https://vcenter-vddk.example.com/sdk' });
-let sim: Sim;
-let ctl: { stop(): Promise<void> };
+let booted: BootedWorld;
 let c: KubeClient;
 
 before(async () => {
-  const env = await testEnv();
-  await installOurCRDs();
-  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world] });
-  ctl = await startController({ kubeconfigPath: env.admin.kubeconfigPath, vddkImage: '', inventoryURL: sim.inventory.url });
-  c = await adminClient();
+  booted = await bootWorld({ worlds: [world], controller: { vddkImage: '' } });
+  c = booted.c;
 });
 
 after(async () => {
-  await ctl?.stop();
-  await sim?.stop();
-  c?.close();
+  await booted?.shutdown();
 });
 
 test('VDDK missing: the source is Ready=False VDDKNotConfigured at once and nothing is materialised, not even the Secret', async () => {

@@ -1,13 +1,13 @@
 // Injected engine faults end in their reason with a message a tenant can act on (real API server + simulator).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStorageClass, startSim, vcenter, type Sim } from '../sim/index.ts';
+import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import type { VMImportTask, VMImportTaskSpec } from '../../src/api/types.ts';
-import { freshNamespace, installOurCRDs, testEnv, waitFor } from './env/index.ts';
-import { startController } from './controller.ts';
-import { adminClient, createSource, waitForReason } from './source-helpers.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootWorld, type BootedWorld } from './fixtures.ts';
+import { createSource, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-faults.example.com/sdk';
 const world = vcenter({
@@ -25,32 +25,30 @@ const world = vcenter({
   ],
 });
 
-let sim: Sim;
-let ctl: { stop(): Promise<void> };
+let booted: BootedWorld;
 let c: KubeClient;
 const STALL_ENV = 'MC_TASK_STALL_AFTER_SECONDS';
 const prevStall = process.env[STALL_ENV];
 
 before(async () => {
-  const env = await testEnv();
-  await installOurCRDs();
-  await createStorageClass(env.admin.kubeconfigPath, { name: 'fault-fast' });
-  // 2 GiB/s: the 64 GiB disk reaches 40% in ~13 s; conversion freezes for 4 s; an unreachable host
-  // fails after 8 s — long enough to watch the controller call it stalled first; a Plan validates its
-  // VDDK image for 3 s — long enough for a test to give it a history before its Migration starts.
-  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], mbPerSecond: 2048, timings: { conversionMs: 4000, unreachableFailMs: 8000, validatingVddkMs: 3000 } });
-  // A stall after 2 s of no progress (the default is 10 min).
+  // A stall after 2 s of no progress (the default is 10 min); read by the controller as it starts.
   process.env[STALL_ENV] = '2';
-  ctl = await startController({ kubeconfigPath: env.admin.kubeconfigPath, vddkImage: 'registry.example.com/vddk:8.0.3', inventoryURL: sim.inventory.url });
-  c = await adminClient();
+  booted = await bootWorld({
+    worlds: [world],
+    storageClasses: [{ name: 'fault-fast' }],
+    // 8 GiB/s: the 64 GiB disk reaches 40% in ~3 s, in many progress ticks; conversion freezes for 4 s
+    // (twice the stall time: read as a stall it would fail the test); an unreachable host fails after
+    // 8 s — long enough to watch the controller call it stalled first; a Plan validates its VDDK image for
+    // 3 s — long enough for a test to give it a history before its Migration starts.
+    sim: { mbPerSecond: 8192, timings: { conversionMs: 4000, unreachableFailMs: 8000, validatingVddkMs: 3000 } },
+  });
+  c = booted.c;
 });
 
 after(async () => {
   if (prevStall === undefined) delete process.env[STALL_ENV];
   else process.env[STALL_ENV] = prevStall;
-  await ctl?.stop();
-  await sim?.stop();
-  c?.close();
+  await booted?.shutdown();
 });
 
 async function setup(prefix: string, vms: VMImportTaskSpec['vms']): Promise<string> {

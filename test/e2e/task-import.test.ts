@@ -2,13 +2,13 @@
 // the happy path to Ready=True, a failing VM beside a succeeding sibling, and deletion mid-transfer.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStorageClass, startSim, vcenter, type Sim } from '../sim/index.ts';
+import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import type { VMImportTask, VMImportTaskSpec } from '../../src/api/types.ts';
-import { freshNamespace, installOurCRDs, kubectl, testEnv, waitFor } from './env/index.ts';
-import { startController } from './controller.ts';
-import { adminClient, createSource, waitForReason } from './source-helpers.ts';
+import { freshNamespace, kubectl, waitFor } from './env/index.ts';
+import { bootWorld, type BootedWorld } from './fixtures.ts';
+import { createSource, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-task.example.com/sdk';
 const GiB = 2 ** 30;
@@ -31,23 +31,21 @@ const world = vcenter({
   ],
 });
 
-let sim: Sim;
-let ctl: { stop(): Promise<void>; metricsURL: string };
+let booted: BootedWorld;
+let ctl: BootedWorld['ctl'];
 let c: KubeClient;
 
 before(async () => {
-  const env = await testEnv();
-  await installOurCRDs();
-  await createStorageClass(env.admin.kubeconfigPath, { name: 'task-fast', reclaimPolicy: 'Delete' });
-  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], timings: { unreachableFailMs: 1500 } });
-  ctl = await startController({ kubeconfigPath: env.admin.kubeconfigPath, vddkImage: 'registry.example.com/vddk:8.0.3', inventoryURL: sim.inventory.url });
-  c = await adminClient();
+  booted = await bootWorld({
+    worlds: [world],
+    storageClasses: [{ name: 'task-fast', reclaimPolicy: 'Delete' }],
+    sim: { timings: { unreachableFailMs: 1500 } },
+  });
+  ({ ctl, c } = booted);
 });
 
 after(async () => {
-  await ctl?.stop();
-  await sim?.stop();
-  c?.close();
+  await booted?.shutdown();
 });
 
 async function readySource(ns: string): Promise<void> {

@@ -3,13 +3,13 @@
 // turns Ready later proceeds by itself.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStorageClass, startSim, vcenter, type Sim } from '../sim/index.ts';
+import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import type { VMImportTask, VMImportTaskSpec } from '../../src/api/types.ts';
-import { freshNamespace, installOurCRDs, testEnv, waitFor } from './env/index.ts';
-import { startController } from './controller.ts';
-import { adminClient, createSource, getSource, waitForReason } from './source-helpers.ts';
+import { freshNamespace, waitFor } from './env/index.ts';
+import { bootWorld, type BootedWorld } from './fixtures.ts';
+import { createSource, getSource, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-preflight.example.com/sdk';
 const world = vcenter({
@@ -27,24 +27,19 @@ const world = vcenter({
   ],
 });
 
-let sim: Sim;
-let ctl: { stop(): Promise<void> };
+let booted: BootedWorld;
 let c: KubeClient;
 
 before(async () => {
-  const env = await testEnv();
-  await installOurCRDs();
-  await createStorageClass(env.admin.kubeconfigPath, { name: 'pf-fast' });
-  await createStorageClass(env.admin.kubeconfigPath, { name: 'pf-wffc', bindingMode: 'WaitForFirstConsumer' });
-  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world] });
-  ctl = await startController({ kubeconfigPath: env.admin.kubeconfigPath, vddkImage: 'registry.example.com/vddk:8.0.3', inventoryURL: sim.inventory.url });
-  c = await adminClient();
+  booted = await bootWorld({
+    worlds: [world],
+    storageClasses: [{ name: 'pf-fast' }, { name: 'pf-wffc', bindingMode: 'WaitForFirstConsumer' }],
+  });
+  c = booted.c;
 });
 
 after(async () => {
-  await ctl?.stop();
-  await sim?.stop();
-  c?.close();
+  await booted?.shutdown();
 });
 
 const creds = { username: world.user, password: world.password, caCert: world.caPEM };

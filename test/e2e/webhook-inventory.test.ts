@@ -3,7 +3,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { testEnv, adminKubeConfig, freshNamespace, installOurCRDs, kubectl, waitFor } from './env/index.ts';
+import { testEnv, adminKubeConfig, freshNamespace, installOurCRDs, waitFor } from './env/index.ts';
+import { applyAs, denial, tenantWithRole, waitForWebhookEffective } from './fixtures.ts';
 import { startSim, vcenter, type Sim } from '../sim/index.ts';
 import { KubeClient, type KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
@@ -33,8 +34,7 @@ let ns: string;
 let tenantKubeconfig: string;
 
 const task = (name: string, vms: unknown[]) => ({ apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name }, spec: { sourceRef: { name: 'lab' }, storageClass: FAST, vms } });
-const applyAsTenant = (obj: unknown) => kubectl(['apply', '-n', ns, '-f', '-'], { kubeconfig: tenantKubeconfig, input: JSON.stringify(obj) });
-const denial = (stderr: string) => /denied the request: (.*)$/m.exec(stderr)?.[1]?.trim() ?? `(no denial in: ${stderr.trim()})`;
+const applyAsTenant = (obj: unknown) => applyAs(tenantKubeconfig, ns, obj);
 
 before(async () => {
   const env = await testEnv();
@@ -56,22 +56,8 @@ before(async () => {
   } as KubeObject);
   await client.patch(GVRs.VMImportSource, ns, 'lab', { status: { provider: { name: 'lab', uid: provider.metadata!.uid }, conditions: [{ type: 'Ready', status: 'True', reason: 'Connected', message: 'connected', lastTransitionTime: new Date().toISOString() }] } }, 'merge', { subresource: 'status' });
 
-  const tenant = env.tenants[0]!;
-  tenantKubeconfig = tenant.kubeconfigPath;
-  await kubectl(['apply', '-f', '-'], {
-    input: JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'List',
-      items: [
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'vmimport-editor', namespace: ns }, rules: [{ apiGroups: ['forklift.cozystack.io'], resources: ['vmimportsources', 'vmimporttasks'], verbs: ['*'] }] },
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'vmimport-editor', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vmimport-editor' }, subjects: [{ kind: 'User', name: tenant.name, apiGroup: 'rbac.authorization.k8s.io' }] },
-      ],
-    }),
-  });
-  await waitFor('the webhook to be effective', async () => {
-    const r = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], { input: JSON.stringify({ ...task('probe', [{ id: 'vm-1' }]), spec: { sourceRef: { name: 'absent' }, vms: [{ id: 'vm-1' }] } }) });
-    return r.code !== 0 && r.stderr.includes('denied the request');
-  });
+  tenantKubeconfig = await tenantWithRole(ns);
+  await waitForWebhookEffective(ns, { ...task('probe', [{ id: 'vm-1' }]), spec: { sourceRef: { name: 'absent' }, vms: [{ id: 'vm-1' }] } });
 });
 
 after(async () => {

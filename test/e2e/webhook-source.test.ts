@@ -2,7 +2,8 @@
 // message the webhook gives.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { testEnv, adminKubeConfig, freshNamespace, installOurCRDs, kubectl, waitFor } from './env/index.ts';
+import { adminKubeConfig, freshNamespace, installOurCRDs } from './env/index.ts';
+import { applyAs, denial, tenantWithRole, waitForWebhookEffective } from './fixtures.ts';
 import { KubeClient } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import { generateCA, generateServingCert } from '../../src/webhook/certs.ts';
@@ -28,40 +29,17 @@ function source(name: string, spec: Record<string, unknown> = {}, credentials: R
   };
 }
 
-async function applyAsTenant(obj: unknown): Promise<{ code: number; stdout: string; stderr: string }> {
-  return await kubectl(['apply', '-n', ns, '-f', '-'], { kubeconfig: tenantKubeconfig, input: JSON.stringify(obj) });
-}
-
-function denial(stderr: string): string {
-  const m = /denied the request: (.*)$/m.exec(stderr);
-  return m?.[1]?.trim() ?? `(no denial in: ${stderr.trim()})`;
-}
+const applyAsTenant = (obj: unknown) => applyAs(tenantKubeconfig, ns, obj);
 
 before(async () => {
-  const env = await testEnv();
   await installOurCRDs();
   client = new KubeClient(await adminKubeConfig());
   // No serviceCIDR configured: the webhook learns it the way it would in a cluster without ServiceCIDR
   // objects (1.20), from the API server's refusal of a probe Service.
   wh = await startTestWebhook({ client });
   ns = await freshNamespace('wh-src', { [wh.selector.key]: wh.selector.value });
-  const tenant = env.tenants[0]!;
-  tenantKubeconfig = tenant.kubeconfigPath;
-  await kubectl(['apply', '-f', '-'], {
-    input: JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'List',
-      items: [
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'vmimport-editor', namespace: ns }, rules: [{ apiGroups: ['forklift.cozystack.io'], resources: ['vmimportsources', 'vmimporttasks'], verbs: ['*'] }] },
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'vmimport-editor', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vmimport-editor' }, subjects: [{ kind: 'User', name: tenant.name, apiGroup: 'rbac.authorization.k8s.io' }] },
-      ],
-    }),
-  });
-  // The API server picks webhook configurations up asynchronously: wait until a bad object is judged by us.
-  await waitFor('the webhook to be effective', async () => {
-    const r = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], { input: JSON.stringify(source('probe', {}, { insecureSkipVerify: true })) });
-    return r.code !== 0 && r.stderr.includes('denied the request');
-  });
+  tenantKubeconfig = await tenantWithRole(ns);
+  await waitForWebhookEffective(ns, source('probe', {}, { insecureSkipVerify: true }));
 });
 
 after(async () => {

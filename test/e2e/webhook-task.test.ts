@@ -4,7 +4,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { testEnv, adminKubeConfig, freshNamespace, installOurCRDs, kubectl, waitFor } from './env/index.ts';
+import { adminKubeConfig, freshNamespace, installOurCRDs, waitFor } from './env/index.ts';
+import { applyAs, denial, tenantWithRole, waitForWebhookEffective } from './fixtures.ts';
 import { KubeClient, type KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import { startTestWebhook, type TestWebhook } from '../../src/webhook/testkit.ts';
@@ -46,14 +47,7 @@ function task(name: string, spec: Record<string, unknown>) {
   return { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name }, spec: { sourceRef: { name: 'lab' }, storageClass: FAST, vms: [{ id: 'vm-101' }], ...spec } };
 }
 
-async function applyAsTenant(obj: unknown): Promise<{ code: number; stdout: string; stderr: string }> {
-  return await kubectl(['apply', '-n', ns, '-f', '-'], { kubeconfig: tenantKubeconfig, input: JSON.stringify(obj) });
-}
-
-function denial(stderr: string): string {
-  const m = /denied the request: (.*)$/m.exec(stderr);
-  return m?.[1]?.trim() ?? `(no denial in: ${stderr.trim()})`;
-}
+const applyAsTenant = (obj: unknown) => applyAs(tenantKubeconfig, ns, obj);
 
 function warnings(stderr: string): string[] {
   return stderr
@@ -74,7 +68,6 @@ async function createSource(name: string, providerUID: string | undefined, hosts
 }
 
 before(async () => {
-  const env = await testEnv();
   await installOurCRDs();
   client = new KubeClient(await adminKubeConfig());
   for (const [name, mode] of [
@@ -85,26 +78,12 @@ before(async () => {
   }
   wh = await startTestWebhook({ client, inventory });
   ns = await freshNamespace('wh-task', { [wh.selector.key]: wh.selector.value });
-  const tenant = env.tenants[0]!;
-  tenantKubeconfig = tenant.kubeconfigPath;
-  await kubectl(['apply', '-f', '-'], {
-    input: JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'List',
-      items: [
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'vmimport-editor', namespace: ns }, rules: [{ apiGroups: ['forklift.cozystack.io'], resources: ['vmimportsources', 'vmimporttasks'], verbs: ['*'] }] },
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'vmimport-editor', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vmimport-editor' }, subjects: [{ kind: 'User', name: tenant.name, apiGroup: 'rbac.authorization.k8s.io' }] },
-      ],
-    }),
-  });
+  tenantKubeconfig = await tenantWithRole(ns);
   await createSource('lab', 'p-lab');
   await createSource('lab-override', 'p-lab2', [{ id: 'host-9', address: '192.168.40.19', credentials: { username: 'root', password: 'esxi', insecureSkipVerify: true } }]);
   await createSource('connecting', undefined);
   await createSource('flaky', 'p-flaky');
-  await waitFor('the webhook to be effective', async () => {
-    const r = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], { input: JSON.stringify(task('probe', { sourceRef: { name: 'absent' } })) });
-    return r.code !== 0 && r.stderr.includes('denied the request');
-  });
+  await waitForWebhookEffective(ns, task('probe', { sourceRef: { name: 'absent' } }));
 });
 
 after(async () => {

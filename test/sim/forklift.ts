@@ -4,7 +4,7 @@
 import ipaddr from 'ipaddr.js';
 import { bundleVerifies, parsePEMBundle } from './certs.ts';
 import { type Cond, type Ctx, blocking, cond, emitEvent, later, sameStatus, secretData, sleep, stamp } from './context.ts';
-import { Informer, type Obj, Queue, R, keyOf, notFound } from './rest.ts';
+import { Informer, type Obj, Queue, R, conflict, keyOf, notFound } from './rest.ts';
 import { type DiskFixture, type VMFixture, type World, contentIdentity, sameUrl } from './world.ts';
 
 export const FORKLIFT_API = 'forklift.konveyor.io/v1beta1';
@@ -421,7 +421,17 @@ export class Forklift {
   /** Writes validation + runtime state of a plan; serialized per plan. */
   private writePlan(key: string): Promise<void> {
     const prev = this.writeChains.get(key) ?? Promise.resolve();
-    const next = prev.then(() => this.doWritePlan(key)).catch((e) => {
+    const attempt = async (): Promise<void> => {
+      // Another writer (a user editing the Plan, the API server's own bookkeeping) raced us: read again.
+      for (let i = 0; ; i++) {
+        try {
+          return await this.doWritePlan(key);
+        } catch (e) {
+          if (!conflict(e) || i >= 4) throw e;
+        }
+      }
+    };
+    const next = prev.then(attempt).catch((e) => {
       if (!this.ctx.stopping) console.error(`[sim] plan status ${key}: ${(e as Error).message}`);
     });
     this.writeChains.set(key, next);
@@ -431,7 +441,10 @@ export class Forklift {
   private async doWritePlan(key: string): Promise<void> {
     if (this.ctx.stopping) return;
     const [ns, name] = key.split('/') as [string, string];
-    const plan = this.ctx.inf.plan!.get(ns, name);
+    if (!this.ctx.inf.plan!.get(ns, name)) return;
+    // Decide from the freshest object, not the informer's copy: a stale copy would drop the durable
+    // Succeeded/Failed condition of the last run (as real Forklift never does).
+    const plan = await this.ctx.rest.get(R.Plan, ns, name);
     if (!plan) return;
     const run = this.runs.get(key);
     const conds = [...(this.planValidation.get(key) ?? [])];
@@ -452,11 +465,10 @@ export class Forklift {
     } else conds.push(...prevTerminal.map((c) => ({ ...c, durable: true })));
     const next = { conditions: stamp(conds, plan.status?.conditions), observedGeneration: plan.metadata.generation, migration };
     if (sameStatus({ conditions: plan.status?.conditions, observedGeneration: plan.status?.observedGeneration, migration: plan.status?.migration }, next)) return;
-    // Read-modify-write on the freshest object so concurrent writers never drop each other's fields.
-    const fresh = await this.ctx.rest.get(R.Plan, ns, name);
-    if (!fresh) return;
-    fresh.status = { ...(fresh.status ?? {}), ...next, conditions: stamp(conds, fresh.status?.conditions) };
-    await this.ctx.rest.replace(R.Plan, fresh, 'status');
+    // Read-modify-write on the fresh object (replace carries its resourceVersion: a concurrent writer
+    // makes this fail with a conflict and the write is retried, never silently merged).
+    plan.status = { ...(plan.status ?? {}), ...next };
+    await this.ctx.rest.replace(R.Plan, plan, 'status');
   }
 
   private terminal(run: Run, what: 'plan' | 'migration'): Cond {

@@ -173,7 +173,8 @@ async function observeDisk(ctx: ReconcileContext, input: HandoffInput, d: DiskPl
   const transferClaim = await get(ctx, GVRs.PersistentVolumeClaim, ns, d.transferClaimName);
   const volumeName =
     d.recorded?.metadata?.name ?? d.previous?.volumeName ?? ((transferClaim?.spec as { volumeName?: string } | undefined)?.volumeName || undefined);
-  const volume = d.recorded ?? (await get(ctx, GVRs.PersistentVolume, undefined, volumeName));
+  // Always read the volume itself afresh: the label query that found it may be served from the watch cache.
+  const volume = await get(ctx, GVRs.PersistentVolume, undefined, volumeName);
 
   // DataVolumes that own the transfer claim, or are named as it and belong to this source VM.
   const dvNames = new Set<string>((transferClaim?.metadata?.ownerReferences ?? []).filter((r) => r.kind === 'DataVolume').map((r) => r.name));
@@ -339,9 +340,11 @@ export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInpu
   const m: Markers = markers;
   const log = ctx.log.child({ vm: input.spec.id, vmName: input.vmName });
 
-  const recordedPVs = (
-    await ctx.client.listAll<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: `${LABEL_TASK_UID}=${markers.taskUid},${LABEL_VM_ID}=${markers.vmId}` })
-  ).items;
+  // Volumes are cluster-scoped and many: ask the API server's watch cache (resourceVersion 0) rather than
+  // etcd on every pass; an empty answer is confirmed from etcd before anything is decided on absence.
+  const pvSelector = `${LABEL_TASK_UID}=${markers.taskUid},${LABEL_VM_ID}=${markers.vmId}`;
+  let recordedPVs = (await ctx.client.list<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: pvSelector, resourceVersion: '0' })).items;
+  if (!recordedPVs.length) recordedPVs = (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: pvSelector })).items;
   const disks = planDisks(input, recordedPVs);
   const vmInstance = await get(ctx, GVRs.VMInstance, ns, input.vmName);
   const vmObs = { vmInstanceName: input.vmName, vmInstance, scaffoldingVM: input.forkliftVM };

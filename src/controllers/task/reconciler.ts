@@ -209,7 +209,10 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     const needsPreflight = vms.some((v) => v.phase !== 'Failed' && !v.plan);
 
     // 1. the source exists and is Ready
-    const source = await ctx.client.get<VMImportSource & KubeObject>(GVRs.VMImportSource, ns, task.spec.sourceRef.name);
+    // The source is only read here: its informer cache answers (a miss is confirmed by the API server).
+    const source =
+      (ctx.cache<VMImportSource & KubeObject>(GVRs.VMImportSource)?.get(ns, task.spec.sourceRef.name) as (VMImportSource & KubeObject) | undefined) ??
+      (await ctx.client.get<VMImportSource & KubeObject>(GVRs.VMImportSource, ns, task.spec.sourceRef.name));
     if (needsPreflight) {
       if (!source) {
         await writeStatus(ctx, task, vms, { waiting: { reason: TaskReason.SourceNotFound, message: `VMImportSource "${task.spec.sourceRef.name}" does not exist in namespace ${ns}; create it (the task proceeds by itself once it is Ready)` } });
@@ -328,7 +331,17 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     }
   }
 
-  async function listOptional(ctx: ReconcileContext, gvr: GVR, ns: string, labels: Record<string, string>): Promise<KubeObject[]> {
+  /**
+   * Lists objects of a kind by labels. With `preferCache`, a synced informer cache answers when it holds
+   * matches; an empty answer is confirmed by the API server, because decisions taken on absence
+   * ("Forklift produced nothing") must not rest on a cache that has not seen a just-created object.
+   */
+  async function listOptional(ctx: ReconcileContext, gvr: GVR, ns: string, labels: Record<string, string>, o: { preferCache?: boolean } = {}): Promise<KubeObject[]> {
+    if (o.preferCache) {
+      const c = ctx.cache(gvr);
+      const hit = c?.hasSynced() ? c.list(ns, labels) : [];
+      if (hit.length) return hit;
+    }
     try {
       return (await ctx.client.list(gvr, ns, { labelSelector: labelSel(labels) })).items;
     } catch (e) {
@@ -467,8 +480,8 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // Forklift says Succeeded: outputs must exist (the retry trap), unless the handoff already consumed them.
     const migUID = mig.metadata?.uid ?? '';
     const sel = { [MIGRATION_LABEL]: migUID, [VM_ID_LABEL]: v.id };
-    const forkliftVMs = await listOptional(ctx, GVRs.VirtualMachine, ns, sel);
-    const claims = (await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, sel)).filter((c) => !c.metadata?.name?.startsWith(VMDISK_RELEASE_PREFIX));
+    const forkliftVMs = await listOptional(ctx, GVRs.VirtualMachine, ns, sel, { preferCache: true });
+    const claims = (await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, sel, { preferCache: true })).filter((c) => !c.metadata?.name?.startsWith(VMDISK_RELEASE_PREFIX));
     // The handoff marks the PVs it has started on: a crash between its steps and our status write
     // must not read as "nothing produced".
     const handoffStarted =
@@ -495,7 +508,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
    */
   async function stalledVM(ctx: ReconcileContext, task: VMImportTask, source: VMImportSource | undefined, v: VMStatus, mig: KubeObject, plan: string, idleMs: number, percent: number): Promise<VMStatus> {
     const ns = task.metadata.namespace ?? '';
-    const dvs = await listOptional(ctx, GVRs.DataVolume, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '', [VM_ID_LABEL]: v.id });
+    const dvs = await listOptional(ctx, GVRs.DataVolume, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '', [VM_ID_LABEL]: v.id }, { preferCache: true });
     const awaiting = dvs
       .flatMap((d) => ((d.status as { conditions?: Array<{ reason?: string; message?: string }> } | undefined)?.conditions ?? []).filter((c) => c.reason === 'AwaitingVDDK'))
       .map((c) => `AwaitingVDDK: ${c.message ?? ''}`.trim());
@@ -517,7 +530,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
 
   async function claimEvents(ctx: ReconcileContext, ns: string, plan: string, mig: KubeObject): Promise<ClaimEventLike[]> {
     try {
-      const claims = await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '' });
+      const claims = await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '' }, { preferCache: true });
       const names = new Set(claims.map((c) => c.metadata?.name));
       const evs = (await ctx.client.list<KubeObject & ClaimEventLike>(GVRs.Event, ns)).items;
       return evs.filter((e) => {

@@ -1,0 +1,166 @@
+// Setup shared by the e2e files: the simulated world (sim + controller + client) a file boots once, a
+// tenant allowed to edit our kinds in a namespace, the webhook's answers as a tenant reads them, the
+// stand-in CRDs, and a process liveness probe. Each helper is small so a file still reads on its own.
+import { createStorageClass, standInCRDs, startSim, type Sim, type SimOptions, type WorldFixture } from '../sim/index.ts';
+import { Rest } from '../sim/testing.ts';
+import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
+import { GVRs } from '../../src/runtime/gvr.ts';
+import { installOurCRDs, kubectl, testEnv, waitFor, type ControlPlaneInfo } from './env/index.ts';
+import { startController, type StartControllerOptions } from './controller.ts';
+import { adminClient } from './source-helpers.ts';
+
+/** The VDDK image a controller is configured with unless a file says otherwise (a source then connects). */
+export const VDDK_IMAGE = 'registry.example.com/vddk:8.0.3';
+
+type StorageClassSpec = Parameters<typeof createStorageClass>[1];
+
+export interface SimBootOptions {
+  worlds: WorldFixture[];
+  /** Created (or replaced) before the sim starts; provisioned by the sim. */
+  storageClasses?: StorageClassSpec[];
+  /** The rest of startSim's options (mbPerSecond, timings, forkliftInstalled, …). */
+  sim?: Omit<SimOptions, 'kubeconfigPath' | 'worlds'>;
+}
+
+export interface BootedSim {
+  env: ControlPlaneInfo;
+  sim: Sim;
+  /** The sim's raw REST client, as the admin. */
+  rest: Rest;
+  shutdown(): Promise<void>;
+}
+
+/** The simulator alone over the shared control plane (the sim-* files): classes, sim, a REST client. */
+export async function bootSim(o: SimBootOptions): Promise<BootedSim> {
+  const env = await testEnv();
+  for (const sc of o.storageClasses ?? []) await createStorageClass(env.admin.kubeconfigPath, sc);
+  const sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: o.worlds, ...(o.sim ?? {}) });
+  const rest = new Rest(env.admin.kubeconfigPath);
+  return {
+    env,
+    sim,
+    rest,
+    shutdown: async () => {
+      await sim.stop();
+      rest.close();
+    },
+  };
+}
+
+export interface WorldBootOptions extends SimBootOptions {
+  /** Controller options beyond kubeconfig and inventory URL; vddkImage defaults to VDDK_IMAGE. */
+  controller?: Omit<StartControllerOptions, 'kubeconfigPath' | 'inventoryURL'>;
+}
+
+export interface BootedWorld {
+  env: ControlPlaneInfo;
+  sim: Sim;
+  ctl: { stop(): Promise<void>; metricsURL: string };
+  /** The admin's KubeClient. */
+  c: KubeClient;
+  /** Stops the controller, then the sim, then closes the client; safe to call more than once. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * The standard world of the controller files: our CRDs, the given storage classes, the simulated
+ * vCenter/Forklift/CDI/Cozystack, the controller pointed at the sim's inventory, and an admin client.
+ */
+export async function bootWorld(o: WorldBootOptions): Promise<BootedWorld> {
+  const env = await testEnv();
+  await installOurCRDs();
+  for (const sc of o.storageClasses ?? []) await createStorageClass(env.admin.kubeconfigPath, sc);
+  const sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: o.worlds, ...(o.sim ?? {}) });
+  let ctl: BootedWorld['ctl'];
+  try {
+    ctl = await startController({ vddkImage: VDDK_IMAGE, ...(o.controller ?? {}), kubeconfigPath: env.admin.kubeconfigPath, inventoryURL: sim.inventory.url });
+  } catch (e) {
+    await sim.stop();
+    throw e;
+  }
+  let stopped: Promise<void> | undefined;
+  const stopCtl = ctl.stop;
+  ctl = { metricsURL: ctl.metricsURL, stop: () => (stopped ??= stopCtl()) };
+  const c = await adminClient();
+  return {
+    env,
+    sim,
+    ctl,
+    c,
+    shutdown: async () => {
+      await ctl.stop();
+      await sim.stop();
+      c.close();
+    },
+  };
+}
+
+/**
+ * Lets the first tenant of the control plane edit VMImportSources and VMImportTasks in `ns` (a Role and
+ * its RoleBinding) and returns that tenant's kubeconfig.
+ */
+export async function tenantWithRole(ns: string): Promise<string> {
+  const tenant = (await testEnv()).tenants[0]!;
+  const r = await kubectl(['apply', '-f', '-'], {
+    input: JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'vmimport-editor', namespace: ns }, rules: [{ apiGroups: ['forklift.cozystack.io'], resources: ['vmimportsources', 'vmimporttasks'], verbs: ['*'] }] },
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'vmimport-editor', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vmimport-editor' }, subjects: [{ kind: 'User', name: tenant.name, apiGroup: 'rbac.authorization.k8s.io' }] },
+      ],
+    }),
+  });
+  if (r.code !== 0) throw new Error(`tenant RBAC in ${ns}: ${r.stderr}`);
+  return tenant.kubeconfigPath;
+}
+
+/** `kubectl apply` of one object into `ns` as the holder of `kubeconfig`. */
+export async function applyAs(kubeconfig: string, ns: string, obj: unknown): Promise<{ code: number; stdout: string; stderr: string }> {
+  return await kubectl(['apply', '-n', ns, '-f', '-'], { kubeconfig, input: JSON.stringify(obj) });
+}
+
+/** The webhook's denial message in kubectl's stderr (or a text saying there was none). */
+export function denial(stderr: string): string {
+  const m = /denied the request: (.*)$/m.exec(stderr);
+  return m?.[1]?.trim() ?? `(no denial in: ${stderr.trim()})`;
+}
+
+/**
+ * The API server picks webhook configurations up asynchronously: waits until a server-side dry run of
+ * `probe` (an object our webhook refuses) in `ns` is denied.
+ */
+export async function waitForWebhookEffective(ns: string, probe: unknown): Promise<void> {
+  await waitFor('the webhook to be effective', async () => {
+    const r = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], { input: JSON.stringify(probe) });
+    return r.code !== 0 && r.stderr.includes('denied the request');
+  });
+}
+
+/**
+ * Installs the stand-in CRDs (test/crds) as raw JSON and waits until each is Established. Server-side
+ * apply through client-node's typed models drops `x-kubernetes-preserve-unknown-fields` (observed: the
+ * stored schema becomes `{type: object}` and every spec is pruned), so objects travel as plain JSON.
+ */
+export async function installStandInCRDs(c: KubeClient): Promise<void> {
+  const crds = standInCRDs() as unknown as KubeObject[];
+  for (const crd of crds) {
+    await c.patch(GVRs.CustomResourceDefinition, undefined, crd.metadata!.name!, crd, 'apply', { force: true, fieldManager: 'e2e' });
+  }
+  for (const crd of crds) {
+    await waitFor(`CRD ${crd.metadata?.name} Established`, async () => {
+      const got = await c.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>(GVRs.CustomResourceDefinition, undefined, crd.metadata!.name!);
+      return got?.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True');
+    });
+  }
+}
+
+/** Whether a process with this pid exists (signal 0 probes without signalling). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
