@@ -128,9 +128,29 @@ test('two VMs, one with three disks, are imported to Ready=True with per-VM prog
   await waitFor('the controller to reconcile the finished task again', async () => (await reconciles()) > before && (await idle()));
   assert.equal((await getTask(ns, 'import'))!.metadata.resourceVersion, poked.metadata.resourceVersion, 'the controller wrote to a finished task');
 
-  // Deleting the finished task removes its scaffolding only: the imported VMs and disks stay.
+  // Deleting the finished task removes its scaffolding only: the imported VMs and disks stay, and so do
+  // their claims and volumes (same objects, still Bound to each other).
+  type Claim = KubeObject & { spec?: { volumeName?: string }; status?: { phase?: string } };
+  const volumesBefore = new Map<string, { claimUID: string; pv: string; pvUID: string }>();
+  for (const d of b.disks!) {
+    const claim = (await c.get<Claim>(GVRs.PersistentVolumeClaim, ns, `vm-disk-${d.vmDisk}`))!;
+    const pv = (await c.get(GVRs.PersistentVolume, undefined, claim.spec!.volumeName!))!;
+    volumesBefore.set(d.vmDisk, { claimUID: claim.metadata!.uid!, pv: pv.metadata!.name!, pvUID: pv.metadata!.uid! });
+  }
+  // A sentinel owned by the task tells when the garbage collector has processed the task's deletion.
+  const task = (await getTask(ns, 'import'))!;
+  await c.create(GVRs.ConfigMap, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gc-sentinel', namespace: ns, ownerReferences: [{ apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', name: 'import', uid: task.metadata.uid! }] } });
   await c.delete(GVRs.VMImportTask, ns, 'import');
   await waitFor('the finished task to be gone', async () => !(await getTask(ns, 'import')), { timeoutMs: 30_000 });
+  await waitFor("the garbage collector to process the task's dependents", async () => !(await c.get(GVRs.ConfigMap, ns, 'gc-sentinel')), { timeoutMs: 60_000 });
+  for (const [disk, was] of volumesBefore) {
+    const claim = await c.get<Claim>(GVRs.PersistentVolumeClaim, ns, `vm-disk-${disk}`);
+    const pv = await c.get<KubeObject & { status?: { phase?: string } }>(GVRs.PersistentVolume, undefined, was.pv);
+    assert.equal(claim?.metadata?.uid, was.claimUID, `the claim of ${disk} was replaced or removed with the task`);
+    assert.equal(claim?.status?.phase, 'Bound');
+    assert.equal(pv?.metadata?.uid, was.pvUID, `the volume of ${disk} was replaced or removed with the task`);
+    assert.equal(pv?.status?.phase, 'Bound');
+  }
   const scaffolding = (await forkliftObjects(ns)).filter((x) => /^(NetworkMap|StorageMap|Plan|Migration)\//.test(x));
   assert.deepEqual(scaffolding, []);
   for (const n of ['web-01', 'db-01']) assert.ok(await c.get(GVRs.VMInstance, ns, n), `VMInstance ${n} was removed with the task`);
