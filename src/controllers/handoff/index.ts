@@ -78,10 +78,11 @@ export interface HandoffOutcome {
  */
 export const AFTER_STEP_REQUEUE_MS = 20;
 /**
- * While the PV controller, CDI or the garbage collector acts: a safety-net poll. Their writes are event
- * driven (a few ms); the caller's watches on claims usually wake the reconciler first.
+ * While the PV controller, CDI or the garbage collector acts: a safety-net poll only. Their writes wake the
+ * task reconciler through its watches on the claims, DataVolumes and volumes the handoff marks; polling
+ * faster than this made hundreds of waiting handoffs saturate the API server in the scale benchmark.
  */
-export const WAIT_REQUEUE_MS = 250;
+export const WAIT_REQUEUE_MS = 2_000;
 
 /** Test seam: called right after each step's API write (the crash-safety tests crash here). */
 export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void } = {};

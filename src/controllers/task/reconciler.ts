@@ -110,6 +110,12 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     const k = uid ? planOwners.get(uid) : undefined;
     return k ? [k] : [];
   };
+  /** A volume the handoff marked: its task's name is a label, its namespace the claim it is bound to. */
+  const byVolume = (obj: KubeObject): ObjectKey[] => {
+    const task = obj.metadata?.labels?.[LABEL_TASK];
+    const ns = ((obj as { spec?: { claimRef?: { namespace?: string } } }).spec?.claimRef?.namespace ?? '') || '';
+    return task && ns ? [{ namespace: ns, name: task }] : [];
+  };
   const bySource = (obj: KubeObject): ObjectKey[] => {
     const set = sourceTasks.get(keyString({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' }));
     return set ? [...set].map((k) => ({ namespace: obj.metadata?.namespace ?? '', name: k })) : [];
@@ -127,6 +133,12 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       { gvr: GVRs.PersistentVolumeClaim, map: byPlanLabel, labelSelector: PLAN_LABEL },
       { gvr: GVRs.DataVolume, map: byPlanLabel, labelSelector: PLAN_LABEL },
       { gvr: GVRs.VirtualMachine, map: byPlanLabel, labelSelector: PLAN_LABEL },
+      // The handoff's own objects carry this task's labels: the target claims, their DataVolumes and the
+      // volumes it marks. Their changes (bound, adopted, released) wake the task at once, so a handoff
+      // waiting on the PV binder or CDI needs no fast polling.
+      { gvr: GVRs.PersistentVolumeClaim, map: byTaskLabel, labelSelector: LABEL_TASK },
+      { gvr: GVRs.DataVolume, map: byTaskLabel, labelSelector: LABEL_TASK },
+      { gvr: GVRs.PersistentVolume, map: byVolume, labelSelector: LABEL_TASK },
     ],
     async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
       inventory ??= defaultInventoryClient(cfg, ctx.client);
