@@ -476,6 +476,33 @@ export function metricSum(text: string, name: string, labelFilter?: string): num
   return sum;
 }
 
+/**
+ * A counter's values grouped by some of its labels ("verb resource" → sum), from Prometheus text.
+ * Pairs with `diffCounts` to get what happened between two scrapes.
+ */
+export function metricBy(text: string, name: string, labels: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const body = line.slice(name.length + 1, line.lastIndexOf('}'));
+    const vals = Object.fromEntries([...body.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+    const k = labels.map((l) => vals[l] ?? '?').join(' ');
+    const v = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (Number.isFinite(v)) out[k] = (out[k] ?? 0) + v;
+  }
+  return out;
+}
+
+/** `b - a` per key, keeping only keys that grew, largest first. */
+export function diffCounts(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(b)
+      .map(([k, v]) => [k, v - (a[k] ?? 0)] as const)
+      .filter(([, v]) => v > 0)
+      .sort((x, y) => y[1] - x[1]),
+  );
+}
+
 export function isMain(meta: ImportMeta): boolean {
   return (meta as ImportMeta & { main?: boolean }).main === true;
 }

@@ -9,7 +9,7 @@
 // (--name: the results file, so a long size can be run on its own without replacing the others.)
 import { GVRs } from '../src/runtime/gvr.ts';
 import type { Informer } from '../src/runtime/informer.ts';
-import { isMain, log, procStats, metricSum, mib, namespaceNames, numList, outcome, parseFlags, pool, round, spawnController, startEnv, taskObject, until, watchKind, writeResult, type BenchEnv } from './lib.ts';
+import { diffCounts, isMain, log, metricBy, procStats, metricSum, mib, namespaceNames, numList, outcome, parseFlags, pool, round, spawnController, startEnv, taskObject, until, watchKind, writeResult, type BenchEnv } from './lib.ts';
 
 export interface ScaleOptions {
   tasks: number;
@@ -36,6 +36,10 @@ export interface ScaleFigures {
   reconcileErrors: number;
   reconcileErrorsByReason: Record<string, number>;
   apiRequests: number;
+  /** Why keys were queued (migration_controller_wakeups_total by controller and cause), largest first. */
+  wakeupsByCause: Record<string, number>;
+  /** The controller's API requests by verb and resource, largest first. */
+  apiRequestsByVerbResource: Record<string, number>;
   /** CPU seconds of the rest of the machine's work over the same time, for context: the simulated engine
    * (this process), kube-apiserver, etcd and kube-controller-manager. */
   otherCpuSeconds: Record<string, number>;
@@ -130,6 +134,8 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
     const m1 = await ctl.metrics();
     maxDepth = Math.max(maxDepth, metricSum(m1, 'migration_controller_workqueue_depth'));
     const errs = diff(errors0, errorsByReason(m1));
+    const wakeups = diffCounts(metricBy(m0, 'migration_controller_wakeups_total', ['controller', 'cause']), metricBy(m1, 'migration_controller_wakeups_total', ['controller', 'cause']));
+    const requests = diffCounts(metricBy(m0, 'migration_controller_api_requests_total', ['verb', 'resource']), metricBy(m1, 'migration_controller_api_requests_total', ['verb', 'resource']));
     return {
       tasks: o.tasks,
       vms: o.tasks * per,
@@ -146,6 +152,8 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
       reconcileErrors: Object.values(errs).reduce((a, b) => a + b, 0),
       reconcileErrorsByReason: errs,
       apiRequests: metricSum(m1, 'migration_controller_api_requests_total') - api0,
+      wakeupsByCause: wakeups,
+      apiRequestsByVerbResource: requests,
       otherCpuSeconds: Object.fromEntries(Object.entries(other1).map(([k, v]) => [k, round(v - (other0[k] ?? 0), 1)])),
     };
   } finally {
@@ -162,6 +170,8 @@ export function printScale(rows: ScaleFigures[]): void {
     console.log(`  ${String(r.tasks).padStart(5)} ${String(r.vms).padStart(5)} ${String(r.wallSecondsToAllReady).padStart(13)} ${String(r.cpuSeconds).padStart(6)} ${String(r.peakRssMiB).padStart(13)} ${String(r.maxQueueDepth).padStart(10)} ${String(r.reconciles).padStart(11)} ${String(r.apiRequests).padStart(8)} ${String(r.reconcileErrors).padStart(7)} ${String(r.failedTasks).padStart(7)}`);
     console.log(`        other CPU s over the same time: ${Object.entries(r.otherCpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     if (!r.completed) console.log(`        INCOMPLETE: ${r.endedTasks}/${r.tasks} tasks ended when the benchmark gave up`);
+    console.log(`        wake-ups: ${Object.entries(r.wakeupsByCause ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    console.log(`        top requests: ${Object.entries(r.apiRequestsByVerbResource ?? {}).slice(0, 10).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     if (r.reconcileErrors) console.log(`        errors by reason: ${JSON.stringify(r.reconcileErrorsByReason)}`);
   }
   const g = growth(rows);

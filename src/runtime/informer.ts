@@ -47,6 +47,11 @@ export function matchesLabels(obj: KubeObject, sel: Record<string, string> | und
 export class Store<T extends KubeObject = KubeObject> implements Cache<T> {
   readonly items = new Map<string, T>();
   synced = false;
+  /** The server-side selector the informer lists with: an object outside it is never in this store. */
+  readonly labelSelector: string | undefined;
+  constructor(labelSelector?: string) {
+    this.labelSelector = labelSelector || undefined;
+  }
   get(namespace: string | undefined, name: string): T | undefined {
     return this.items.get(namespace ? `${namespace}/${name}` : name);
   }
@@ -66,7 +71,7 @@ export class Store<T extends KubeObject = KubeObject> implements Cache<T> {
 
 export class Informer {
   readonly gvr: GVR;
-  readonly store = new Store();
+  readonly store: Store;
   private readonly client: KubeClient;
   private readonly opts: InformerOptions;
   private readonly handlers: InformerHandlers[] = [];
@@ -81,6 +86,7 @@ export class Informer {
     this.client = client;
     this.gvr = gvr;
     this.opts = opts;
+    this.store = new Store(opts.labelSelector);
   }
 
   addHandlers(h: InformerHandlers): void {

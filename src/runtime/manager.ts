@@ -7,6 +7,7 @@ import { gvrKey, type GVR } from './gvr.ts';
 import { Informer } from './informer.ts';
 import { ApiError, type KubeClient, type KubeObject } from './kube.ts';
 import { keyString, parseKey, TerminalError, type Cache, type EventRecorder, type ObjectKey, type ReconcileContext, type Reconciler } from './reconciler.ts';
+import { jsonEqual } from './status.ts';
 import { WorkQueue, type RateLimiter } from './workqueue.ts';
 
 export interface ManagerOptions {
@@ -72,6 +73,8 @@ export class Manager {
     const name = r.name;
     const queue = new WorkQueue(name, {
       rateLimiter: this.o.rateLimiter?.(),
+      // The anchor (poll-only) keeps client-go's timers; see WorkQueue.
+      supersedeTimedAdds: !this.o.pollOnly,
       metrics: {
         depth: (n) => m.queueDepth.set({ name }, n),
         add: () => m.queueAdds.inc({ name }),
@@ -110,20 +113,31 @@ export class Manager {
       log: this.o.log.child({ component: 'informer', kind: slot.gvr.kind }),
       onList: () => this.o.metrics.informerLists.inc({ kind: slot.gvr.kind }),
     });
-    const fire = (obj: KubeObject): void => {
+    const fire = (objs: KubeObject[], old?: KubeObject): void => {
       for (const s of slot.subs) {
         if (this.o.pollOnly && !s.primary) continue;
-        let keys: ObjectKey[];
-        try {
-          keys = s.map(obj);
-        } catch (e) {
-          s.reconciler.log.error({ err: (e as Error).message }, 'watch mapping failed');
+        const cause = `watch:${slot.gvr.kind}`;
+        // A reconciler's own status write comes back as an update of its primary object; it reflects what
+        // that reconcile already knew, so it wakes nothing (the anchor, poll-only, keeps the wake-up).
+        if (s.primary && old && !this.o.pollOnly && statusOnlyChange(old, objs[0]!)) {
+          this.o.metrics.wakeups.inc({ controller: s.reconciler.r.name, cause: `${cause}:filtered` });
           continue;
         }
-        for (const key of keys) if (key.name) s.reconciler.queue.add(keyString(key));
+        const keys = new Set<string>();
+        for (const obj of objs) {
+          try {
+            for (const key of s.map(obj)) if (key.name) keys.add(keyString(key));
+          } catch (e) {
+            s.reconciler.log.error({ err: (e as Error).message }, 'watch mapping failed');
+          }
+        }
+        for (const k of keys) {
+          this.o.metrics.wakeups.inc({ controller: s.reconciler.r.name, cause });
+          s.reconciler.queue.add(k);
+        }
       }
     };
-    inf.addHandlers({ add: fire, update: (old, obj) => (fire(old), fire(obj)), delete: fire });
+    inf.addHandlers({ add: (o) => fire([o]), update: (old, obj) => fire([obj, old], old), delete: (o) => fire([o]) });
     return inf;
   }
 
@@ -241,7 +255,8 @@ export class Manager {
       const res = await reg.r.reconcile(key, ctx);
       reg.queue.forget(k);
       if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) {
-        reg.queue.addAfter(k, requeueDelay(res.requeueAfterMs, this.o));
+        const delay = requeueDelay(res.requeueAfterMs, this.o);
+        reg.queue.addAfter(k, delay, () => m.wakeups.inc({ controller: name, cause: `requeue:${delayBucket(delay)}` }));
         m.reconcileTotal.inc({ controller: name, result: 'requeue' });
       } else {
         m.reconcileTotal.inc({ controller: name, result: 'success' });
@@ -257,7 +272,7 @@ export class Manager {
         m.reconcileTotal.inc({ controller: name, result: 'error' });
         m.reconcileErrors.inc({ controller: name, reason });
         log.warn({ err: (e as Error).message, reason, retries: reg.queue.numRequeues(k) }, 'reconcile failed; retrying with backoff');
-        reg.queue.addRateLimited(k);
+        reg.queue.addRateLimited(k, () => m.wakeups.inc({ controller: name, cause: 'retry' }));
       }
     } finally {
       end();
@@ -275,6 +290,27 @@ export class Manager {
     await Promise.all([...this.slots.values()].map((s) => s.informer?.stop()));
     await this.discovery.stop();
   }
+}
+
+/**
+ * True when an update changed nothing a reconciler acts on: same generation (spec), deletion state,
+ * finalizers, labels, annotations and owners — only status (and bookkeeping such as resourceVersion or
+ * managedFields). Pure.
+ */
+export function statusOnlyChange(old: KubeObject, obj: KubeObject): boolean {
+  const a = old.metadata ?? {};
+  const b = obj.metadata ?? {};
+  if (a.uid !== b.uid || a.generation !== b.generation || a.deletionTimestamp !== b.deletionTimestamp) return false;
+  return jsonEqual(a.finalizers ?? [], b.finalizers ?? []) && jsonEqual(a.labels ?? {}, b.labels ?? {}) && jsonEqual(a.annotations ?? {}, b.annotations ?? {}) && jsonEqual(a.ownerReferences ?? [], b.ownerReferences ?? []);
+}
+
+/** A coarse label for a requeue delay (metric cardinality stays fixed). */
+export function delayBucket(ms: number): string {
+  if (ms <= 0) return 'now';
+  if (ms <= 100) return 'le100ms';
+  if (ms <= 2_000) return 'le2s';
+  if (ms <= 30_000) return 'le30s';
+  return 'gt30s';
 }
 
 /** The delay a requeue really gets: as asked, or in poll-only mode every delayed look becomes one poll period. */

@@ -1,7 +1,7 @@
 // The contract between the manager (src/runtime/manager.ts) and a reconciler (src/controllers/*).
-// A reconciler is a checkpoint machine: read the object from the cache, observe the world afresh, take
-// the one idempotent step that closes the gap, record evidence and phase in the same status write,
-// return when to look again.
+// A reconciler is a checkpoint machine: read the object from the cache, observe the world afresh (caches
+// that are never behind our own writes, see expectations.ts), take the one idempotent step that closes
+// the gap, record evidence and phase in the same status write, return when to look again.
 import type { Logger } from 'pino';
 import type { GVR } from './gvr.ts';
 import type { KubeClient, KubeObject } from './kube.ts';
@@ -25,6 +25,11 @@ export interface Cache<T extends KubeObject = KubeObject> {
   get(namespace: string | undefined, name: string): T | undefined;
   list(namespace?: string, labelSelector?: Record<string, string>): T[];
   hasSynced(): boolean;
+  /**
+   * The server-side selector the cache was filled with, when there is one: then an object missing from
+   * the cache may still exist (it lacks the labels), and only the API server can say.
+   */
+  readonly labelSelector?: string;
 }
 
 export interface Watch {

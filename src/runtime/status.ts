@@ -69,11 +69,10 @@ export function statusMergePatch(from: Record<string, unknown> | undefined, to: 
 
 /**
  * Writes `status` onto `obj` through the status subresource when it differs from what `obj` carries.
- * Returns whether a write happened.
+ * Returns the object the API server answered with, or undefined when nothing needed writing.
  */
-export async function patchStatus(client: KubeClient, gvr: GVR, obj: KubeObject, status: object): Promise<boolean> {
+export async function patchStatus(client: KubeClient, gvr: GVR, obj: KubeObject, status: object): Promise<KubeObject | undefined> {
   const patch = statusMergePatch(obj.status as Record<string, unknown> | undefined, status as Record<string, unknown>);
-  if (!patch) return false;
-  await client.patch(gvr, obj.metadata?.namespace, obj.metadata!.name!, { status: patch }, 'merge', { subresource: 'status' });
-  return true;
+  if (!patch) return undefined;
+  return await client.patch<KubeObject>(gvr, obj.metadata?.namespace, obj.metadata!.name!, { status: patch }, 'merge', { subresource: 'status' });
 }

@@ -4,6 +4,10 @@
 //   and queued again when the first worker calls done();
 // - per-key exponential backoff on failure combined (max) with an overall token bucket;
 // - addAfter for timed requeues; forget resets a key's failure count; shutdown wakes every waiter.
+// One deliberate difference (option `supersedeTimedAdds`, on for the controller): when a worker takes a
+// key, that key's pending timed add is dropped. The reconcile about to run observes the world later than
+// the one that asked for the timed look, and its own result schedules the next one; in client-go the old
+// timer still fires and costs a second, redundant reconcile of every key that was also woken by an event.
 
 export interface RateLimiter {
   /** Delay before `key` may be processed again; counts as one failure. */
@@ -111,10 +115,12 @@ export class WorkQueue {
   private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly limiter: RateLimiter;
   private readonly metrics: QueueMetrics | undefined;
+  private readonly supersede: boolean;
   private down = false;
 
-  constructor(name: string, o: { rateLimiter?: RateLimiter; metrics?: QueueMetrics } = {}) {
+  constructor(name: string, o: { rateLimiter?: RateLimiter; metrics?: QueueMetrics; supersedeTimedAdds?: boolean } = {}) {
     this.name = name;
+    this.supersede = o.supersedeTimedAdds ?? false;
     this.limiter = o.rateLimiter ?? defaultControllerRateLimiter();
     this.metrics = o.metrics;
     // Publish the empty queue at once: an absent series reads as "no data", not as "idle".
@@ -143,6 +149,13 @@ export class WorkQueue {
   }
 
   private take(key: string): void {
+    if (this.supersede) {
+      const t = this.timers.get(key);
+      if (t) {
+        clearTimeout(t.timer);
+        this.timers.delete(key);
+      }
+    }
     this.processing.add(key);
     this.dirty.delete(key);
     const t = this.addedAt.get(key);
@@ -151,10 +164,14 @@ export class WorkQueue {
     this.startedAt.set(key, performance.now());
   }
 
-  /** Adds `key` after `ms`; of several pending timed adds of one key the earliest wins. */
-  addAfter(key: string, ms: number): void {
+  /**
+   * Adds `key` after `ms`; of several pending timed adds of one key the earliest wins. `onFire` runs when
+   * this add really queues the key (not when it is superseded or loses to an earlier one).
+   */
+  addAfter(key: string, ms: number, onFire?: () => void): void {
     if (this.down) return;
     if (ms <= 0) {
+      onFire?.();
       this.add(key);
       return;
     }
@@ -164,6 +181,7 @@ export class WorkQueue {
     if (prev) clearTimeout(prev.timer);
     const timer = setTimeout(() => {
       this.timers.delete(key);
+      onFire?.();
       this.add(key);
     }, ms);
     timer.unref?.();
@@ -171,9 +189,9 @@ export class WorkQueue {
   }
 
   /** Re-adds after the rate limiter's delay (one more failure for the key). */
-  addRateLimited(key: string): void {
+  addRateLimited(key: string, onFire?: () => void): void {
     this.metrics?.retry();
-    this.addAfter(key, this.limiter.when(key));
+    this.addAfter(key, this.limiter.when(key), onFire);
   }
 
   forget(key: string): void {
@@ -206,6 +224,11 @@ export class WorkQueue {
 
   len(): number {
     return this.queue.length;
+  }
+
+  /** A timed add of `key` is pending. */
+  hasTimedAdd(key: string): boolean {
+    return this.timers.has(key);
   }
 
   isProcessing(key: string): boolean {

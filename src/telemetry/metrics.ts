@@ -16,6 +16,7 @@ export class Metrics {
   readonly queueDepth: Gauge<'name'>;
   readonly queueAdds: Counter<'name'>;
   readonly queueRetries: Counter<'name'>;
+  readonly wakeups: Counter<'controller' | 'cause'>;
   readonly queueLatency: Histogram<'name'>;
   readonly queueWorkDuration: Histogram<'name'>;
   readonly apiRequests: Counter<'verb' | 'resource' | 'code'>;
@@ -37,6 +38,12 @@ export class Metrics {
     this.queueDepth = new Gauge({ name: metricName('workqueue_depth'), help: 'Keys waiting in the work queue.', labelNames: ['name'], registers });
     this.queueAdds = new Counter({ name: metricName('workqueue_adds_total'), help: 'Keys added to the work queue.', labelNames: ['name'], registers });
     this.queueRetries = new Counter({ name: metricName('workqueue_retries_total'), help: 'Rate-limited re-adds (retries after error).', labelNames: ['name'], registers });
+    this.wakeups = new Counter({
+      name: metricName('wakeups_total'),
+      help: 'Why keys were queued: watch:<Kind> (a watched object changed; watch:<Kind>:filtered when the change was ignored), requeue:<delay> (a timed look a reconcile asked for came due: now, le100ms, le2s, le30s, gt30s), retry (after an error).',
+      labelNames: ['controller', 'cause'],
+      registers,
+    });
     this.queueLatency = new Histogram({ name: metricName('workqueue_queue_duration_seconds'), help: 'Time a key waits in the queue before a worker takes it.', labelNames: ['name'], buckets, registers });
     this.queueWorkDuration = new Histogram({ name: metricName('workqueue_work_duration_seconds'), help: 'Time a worker holds a key.', labelNames: ['name'], buckets, registers });
     this.apiRequests = new Counter({ name: metricName('api_requests_total'), help: 'Kubernetes API requests by verb, resource and HTTP code (0 = connection error).', labelNames: ['verb', 'resource', 'code'], registers });

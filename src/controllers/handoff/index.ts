@@ -1,11 +1,18 @@
 // The copy-free handoff: the volumes Forklift/CDI filled become the tenant's VMDisks without copying a
 // byte, then a Halted VMInstance is created and Forklift's scaffolding VirtualMachine deleted.
 //
-// A checkpoint machine. Each call observes the real world afresh (API reads), decides the ONE next step
-// for the first unfinished disk (plan.ts, pure), executes it, and returns the disks' evidence for the
-// caller to persist with the VM's phase in one status write. Every step is idempotent and safe to resume
-// after a crash between any two steps: the first step writes the disk's identity onto the PV itself, so
-// even a lost status write cannot lose which volume is disk i.
+// A checkpoint machine. Each call observes the real world, decides the ONE next step for the first
+// unfinished disk (plan.ts, pure), executes it, and returns the disks' evidence for the caller to persist
+// with the VM's phase in one status write. Every step is idempotent and safe to resume after a crash
+// between any two steps: the first step writes the disk's identity onto the PV itself, so even a lost
+// status write cannot lose which volume is disk i.
+//
+// Observation reads the informer caches, never behind this process's own writes (expectations.ts), and
+// falls back to the API server where a cache cannot answer. That is safe because of how each outcome is
+// used: a step that rests on a stale read fails harmlessly (creates tolerate AlreadyExists, deletes carry
+// UID preconditions, volume and claim patches carry the resourceVersion they were decided on); a wait
+// is woken by the event that ends it; and a verdict that ends the VM — done or failed — is only ever
+// returned from a second, entirely live observation.
 import {
   ANNOTATION_BIND_REQUESTED,
   ANNOTATION_HANDOFF,
@@ -33,6 +40,7 @@ import {
   type OutputMarkers,
 } from '../../cozystack/render.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
+import { Expectations, type ReadCounters } from '../../runtime/expectations.ts';
 import { ApiError, isAlreadyExists, isConflict, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext } from '../../runtime/reconciler.ts';
 import {
@@ -73,10 +81,16 @@ export interface HandoffOutcome {
 }
 
 /**
- * After a step: look again almost at once. The next step needs a fresh observation of what the write
- * changed; the caller's status write usually wakes the reconciler sooner anyway.
+ * After a step whose write no watch reports (the VMDisk and the VMInstance: apps.cozystack.io is served by
+ * Cozystack's aggregated API, which this controller does not watch): look again almost at once.
  */
 export const AFTER_STEP_REQUEUE_MS = 20;
+/**
+ * Steps whose write changes an object the task watches (a marked volume, a claim or DataVolume of the
+ * task or of its Plan, the Plan's VirtualMachine): that watch event wakes the next pass, so the requeue
+ * is only a safety net, and the pass it would cost is superseded by the event's.
+ */
+const UNWATCHED_STEPS: ReadonlySet<StepName> = new Set([Step.CreateVMDisk, Step.CreateVMInstance]);
 /**
  * While the PV controller, CDI or the garbage collector acts: a safety-net poll only. Their writes wake the
  * task reconciler through its watches on the claims, DataVolumes and volumes the handoff marks; polling
@@ -154,28 +168,44 @@ function planDisks(input: HandoffInput, recordedPVs: KubeObject[]): DiskPlan[] {
   return out;
 }
 
-async function get(ctx: ReconcileContext, gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined> {
-  if (!name) return undefined;
-  return await ctx.client.get<KubeObject>(gvr, ns, name);
+/**
+ * This process's writes of handoff objects, so that the caches are never read behind them. One per
+ * process: keys name the object, so tasks never share an entry.
+ */
+export const handoffExpectations = new Expectations();
+
+/** How one handoff pass reads: from the caches (guarded by the expectations) or, for verdicts, all live. */
+interface Reader {
+  live: boolean;
+  counters: ReadCounters;
+  get(gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined>;
 }
 
-async function observeOutputs(ctx: ReconcileContext, ns: string, d: DiskPlan): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
-  const [claim, dataVolume, vmDiskObject] = await Promise.all([
-    get(ctx, GVRs.PersistentVolumeClaim, ns, d.claimName),
-    get(ctx, GVRs.DataVolume, ns, d.claimName),
-    get(ctx, GVRs.VMDisk, ns, d.vmDisk),
-  ]);
+function reader(ctx: ReconcileContext, live: boolean): Reader {
+  const counters: ReadCounters = { cache: 0, live: 0 };
+  return { live, counters, get: (gvr, ns, name) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters }) };
+}
+
+/**
+ * The disk's outputs. The VMDisk is not watched (see AFTER_STEP_REQUEUE_MS), so it is read only when a
+ * decision can depend on it: before the first write (a foreign VMDisk fails the VM untouched), once the
+ * claim is bound and its DataVolume exists (steps 9 and 10), and on a live pass. A foreign VMDisk made in
+ * between is met by our create's AlreadyExists, which the next (live) read turns into the verdict.
+ */
+async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, o: { vmDisk?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
+  const [claim, dataVolume] = await Promise.all([rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName), rd.get(GVRs.DataVolume, ns, d.claimName)]);
+  const needVMDisk = o.vmDisk || rd.live || (!!dataVolume && (claim?.status as { phase?: string } | undefined)?.phase === 'Bound');
+  const vmDiskObject = needVMDisk ? await rd.get(GVRs.VMDisk, ns, d.vmDisk) : undefined;
   return { claim, dataVolume, vmDiskObject };
 }
 
-/** Reads everything one disk's decision depends on, afresh. */
-async function observeDisk(ctx: ReconcileContext, input: HandoffInput, d: DiskPlan): Promise<DiskObservation> {
+/** Reads everything one disk's decision depends on. */
+async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promise<DiskObservation> {
   const ns = input.task.metadata.namespace!;
-  const transferClaim = await get(ctx, GVRs.PersistentVolumeClaim, ns, d.transferClaimName);
+  const transferClaim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName);
   const volumeName =
     d.recorded?.metadata?.name ?? d.previous?.volumeName ?? ((transferClaim?.spec as { volumeName?: string } | undefined)?.volumeName || undefined);
-  // Always read the volume itself afresh: the label query that found it may be served from the watch cache.
-  const volume = await get(ctx, GVRs.PersistentVolume, undefined, volumeName);
+  const volume = await rd.get(GVRs.PersistentVolume, undefined, volumeName);
 
   // DataVolumes that own the transfer claim, or are named as it and belong to this source VM.
   const dvNames = new Set<string>((transferClaim?.metadata?.ownerReferences ?? []).filter((r) => r.kind === 'DataVolume').map((r) => r.name));
@@ -183,14 +213,11 @@ async function observeDisk(ctx: ReconcileContext, input: HandoffInput, d: DiskPl
   const ownerUids = new Set((transferClaim?.metadata?.ownerReferences ?? []).map((r) => r.uid));
   const transferDataVolumes: KubeObject[] = [];
   for (const name of dvNames) {
-    const dv = await get(ctx, GVRs.DataVolume, ns, name);
+    const dv = await rd.get(GVRs.DataVolume, ns, name);
     if (dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id)) transferDataVolumes.push(dv);
   }
 
-  const outputs = await observeOutputs(ctx, ns, d);
-  // The volume's own class decides its reclaim policy; the task's resolved class when the PV names none.
-  const className = (volume?.spec as { storageClassName?: string } | undefined)?.storageClassName || input.className;
-  const storageClass = await get(ctx, GVRs.StorageClass, undefined, className || undefined);
+  const outputs = await observeOutputs(rd, ns, d);
   return {
     index: d.index,
     vmDisk: d.vmDisk,
@@ -202,7 +229,6 @@ async function observeDisk(ctx: ReconcileContext, input: HandoffInput, d: DiskPl
     volume,
     transferDataVolumes,
     ...outputs,
-    storageClass,
   };
 }
 
@@ -223,28 +249,36 @@ function evidence(d: DiskPlan, o: DiskObservation | undefined, checkpoint: strin
 
 /** Creates an output; AlreadyExists is fine (the next observation decides), a refusal is terminal. */
 async function createOutput(ctx: ReconcileContext, gvr: GVR, obj: KubeObject): Promise<{ refused?: string }> {
+  const ex = handoffExpectations;
   try {
-    await ctx.client.create(gvr, obj);
+    ex.wrote(gvr, await ctx.client.create(gvr, obj));
     return {};
   } catch (e) {
-    if (isAlreadyExists(e)) return {};
+    if (isAlreadyExists(e)) {
+      // Ours from a pass the cache has not caught up with, or someone else's: the next read asks the server.
+      ex.exists(gvr, obj.metadata?.namespace, obj.metadata?.name ?? '');
+      return {};
+    }
     if (isRefusal(e)) return { refused: `the API server refused ${gvr.kind} ${obj.metadata?.name}: ${e.message}` };
     throw e;
   }
 }
 
 /** Runs one disk step; returns a refusal message when the API refused an output. */
-async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o: DiskObservation, step: StepName): Promise<{ refused?: string }> {
+async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o: DiskObservation, step: StepName, taskClassName: string): Promise<{ refused?: string }> {
   const ns = o.namespace;
   const c = ctx.client;
+  const ex = handoffExpectations;
   const pv = o.volume!;
   const pvName = pv.metadata!.name!;
-  const pvSpec = (pv.spec ?? {}) as { persistentVolumeReclaimPolicy?: string };
+  const pvSpec = (pv.spec ?? {}) as { persistentVolumeReclaimPolicy?: string; storageClassName?: string };
+  // The object the step writes, for the expectation a conflict leaves.
+  let target: [GVR, string | undefined, string] = [GVRs.PersistentVolume, undefined, pvName];
   try {
     switch (step) {
       case Step.RetainVolume: {
         const ann = pv.metadata?.annotations ?? {};
-        await c.patch(GVRs.PersistentVolume, undefined, pvName, {
+        const written = await c.patch<KubeObject>(GVRs.PersistentVolume, undefined, pvName, {
           metadata: {
             labels: markerLabels(markers, o.index),
             annotations: {
@@ -256,21 +290,26 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
           },
           spec: { persistentVolumeReclaimPolicy: 'Retain' },
         });
+        ex.wrote(GVRs.PersistentVolume, written);
         return {};
       }
       case Step.DeleteTransferDataVolume: {
         const dv = o.transferDataVolumes.find((d) => !d.metadata?.deletionTimestamp)!;
+        target = [GVRs.DataVolume, ns, dv.metadata!.name!];
         // Orphan: the garbage collector strips the DataVolume's ownerReference from the claim instead of
         // deleting the claim along with it.
         await c.delete(GVRs.DataVolume, ns, dv.metadata!.name!, { propagationPolicy: 'Orphan', uid: dv.metadata?.uid });
+        ex.deleted(GVRs.DataVolume, ns, dv.metadata!.name!, dv.metadata?.uid);
         return {};
       }
       case Step.OrphanTransferClaim: {
         const tc = o.transferClaim!;
+        target = [GVRs.PersistentVolumeClaim, ns, tc.metadata!.name!];
         const drop = new Set(forkliftOwners(tc).map((r) => r.uid));
-        await c.patch(GVRs.PersistentVolumeClaim, ns, tc.metadata!.name!, {
+        const written = await c.patch<KubeObject>(GVRs.PersistentVolumeClaim, ns, tc.metadata!.name!, {
           metadata: { resourceVersion: tc.metadata?.resourceVersion, ownerReferences: (tc.metadata?.ownerReferences ?? []).filter((r) => !drop.has(r.uid)) },
         });
+        ex.wrote(GVRs.PersistentVolumeClaim, written);
         return {};
       }
       case Step.CreateClaim: {
@@ -280,12 +319,14 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
       }
       case Step.DeleteTransferClaim: {
         const tc = o.transferClaim!;
+        target = [GVRs.PersistentVolumeClaim, ns, tc.metadata!.name!];
         await c.delete(GVRs.PersistentVolumeClaim, ns, tc.metadata!.name!, { uid: tc.metadata?.uid });
+        ex.deleted(GVRs.PersistentVolumeClaim, ns, tc.metadata!.name!, tc.metadata?.uid);
         return {};
       }
       case Step.RebindVolume: {
         const claim = o.claim!;
-        await c.patch(GVRs.PersistentVolume, undefined, pvName, {
+        const written = await c.patch<KubeObject>(GVRs.PersistentVolume, undefined, pvName, {
           metadata: { resourceVersion: pv.metadata?.resourceVersion },
           spec: {
             claimRef: {
@@ -300,10 +341,13 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
             },
           },
         });
+        ex.wrote(GVRs.PersistentVolume, written);
         return {};
       }
       case Step.RequestBind: {
-        await c.patch(GVRs.PersistentVolumeClaim, ns, o.claimName, { metadata: { annotations: { [ANNOTATION_BIND_REQUESTED]: ctx.now().toISOString() } } });
+        target = [GVRs.PersistentVolumeClaim, ns, o.claimName];
+        const written = await c.patch<KubeObject>(GVRs.PersistentVolumeClaim, ns, o.claimName, { metadata: { annotations: { [ANNOTATION_BIND_REQUESTED]: ctx.now().toISOString() } } });
+        ex.wrote(GVRs.PersistentVolumeClaim, written);
         return {};
       }
       case Step.CreateDataVolume: {
@@ -315,18 +359,27 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
         return await createOutput(ctx, GVRs.VMDisk, renderVMDisk({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers }));
       }
       case Step.SettleVolume: {
-        await c.patch(GVRs.PersistentVolume, undefined, pvName, {
+        // The volume's own class decides its reclaim policy; the task's resolved class when the PV names
+        // none. Read live, once per disk: it is needed here only.
+        const className = pvSpec.storageClassName || taskClassName;
+        const storageClass = className ? await c.get<KubeObject>(GVRs.StorageClass, undefined, className) : undefined;
+        const written = await c.patch<KubeObject>(GVRs.PersistentVolume, undefined, pvName, {
           metadata: { resourceVersion: pv.metadata?.resourceVersion, annotations: { [ANNOTATION_HANDOFF]: HANDOFF_SETTLED } },
-          spec: { persistentVolumeReclaimPolicy: desiredReclaimPolicy(o.storageClass) },
+          spec: { persistentVolumeReclaimPolicy: desiredReclaimPolicy(storageClass) },
         });
+        ex.wrote(GVRs.PersistentVolume, written);
         return {};
       }
       default:
         throw new Error(`not a disk step: ${step}`);
     }
   } catch (e) {
-    // Someone wrote in between (optimistic concurrency, delete preconditions): observe again.
-    if (isConflict(e)) return {};
+    // Someone wrote in between (optimistic concurrency, delete preconditions): observe again, from the
+    // server for this object — the cache the step was decided on is behind it.
+    if (isConflict(e)) {
+      ex.stale(...target);
+      return {};
+    }
     throw e;
   }
 }
@@ -336,19 +389,36 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
  * reason); throws only for transient API errors (the caller retries with backoff).
  */
 export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInput): Promise<HandoffOutcome> {
+  const first = await handoffPass(ctx, input, reader(ctx, false));
+  // A pass that took a step or waits returns as it is. A verdict — every disk and the VM done, or the VM
+  // failed — was reached without a write and is confirmed on a live observation before it is returned.
+  if (first.state === 'progress') return first;
+  return await handoffPass(ctx, input, reader(ctx, true));
+}
+
+async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reader): Promise<HandoffOutcome> {
   const ns = input.task.metadata.namespace!;
   const markers: OutputMarkers = { taskUid: input.task.metadata.uid!, taskName: input.task.metadata.name!, vmId: input.spec.id };
   const m: Markers = markers;
   const log = ctx.log.child({ vm: input.spec.id, vmName: input.vmName });
 
-  // Volumes are cluster-scoped and many: ask the API server's watch cache (resourceVersion 0) rather than
-  // etcd on every pass; an empty answer is confirmed from etcd before anything is decided on absence.
-  const pvSelector = `${LABEL_TASK_UID}=${markers.taskUid},${LABEL_VM_ID}=${markers.vmId}`;
-  let recordedPVs = (await ctx.client.list<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: pvSelector, resourceVersion: '0' })).items;
-  if (!recordedPVs.length) recordedPVs = (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: pvSelector })).items;
+  // The volumes marked as this VM's disks: from the cache of marked volumes, each then read through the
+  // reader (never behind our own writes). None there — before the first step, or a cache not yet synced —
+  // is confirmed by the API server before anything is decided on it.
+  const pvLabels = { [LABEL_TASK_UID]: markers.taskUid, [LABEL_VM_ID]: markers.vmId };
+  const pvCache = rd.live ? undefined : ctx.cache(GVRs.PersistentVolume);
+  let recordedPVs: KubeObject[] = [];
+  const cachedPVs = pvCache?.list(undefined, pvLabels) ?? [];
+  if (cachedPVs.length) {
+    for (const pv of cachedPVs) {
+      const cur = await rd.get(GVRs.PersistentVolume, undefined, pv.metadata?.name);
+      if (cur && markedDiskIndex(cur) !== undefined && cur.metadata?.labels?.[LABEL_TASK_UID] === markers.taskUid) recordedPVs.push(cur);
+    }
+  } else {
+    rd.counters.live++;
+    recordedPVs = (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: `${LABEL_TASK_UID}=${markers.taskUid},${LABEL_VM_ID}=${markers.vmId}` })).items;
+  }
   const disks = planDisks(input, recordedPVs);
-  const vmInstance = await get(ctx, GVRs.VMInstance, ns, input.vmName);
-  const vmObs = { vmInstanceName: input.vmName, vmInstance, scaffoldingVM: input.forkliftVM };
   const failed = (reason: string, message: string, evidenceOf: DiskStatus[]): HandoffOutcome => ({ state: 'failed', disks: evidenceOf, reason, message });
   const plainEvidence = (): DiskStatus[] => disks.map((d) => evidence(d, undefined, undefined));
 
@@ -362,13 +432,13 @@ export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInpu
     );
   }
 
-  // Someone else's VMInstance name fails the VM before a single disk is touched.
-  const foreignVMI = foreignVMInstance(vmObs, m);
-  if (foreignVMI) return failed(foreignVMI.reason, foreignVMI.message, plainEvidence());
-  // Before the first write: every disk's output names must be free or ours.
+  // Before the first write: the VMInstance name and every disk's output names must be free or ours.
+  // (Someone else's VMInstance fails the VM before a single disk is touched.)
   if (recordedPVs.length === 0) {
+    const foreignVMI = foreignVMInstance({ vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName) }, m);
+    if (foreignVMI) return failed(foreignVMI.reason, foreignVMI.message, plainEvidence());
     for (const d of disks) {
-      const f = foreignOutput({ ...(await observeOutputs(ctx, ns, d)), claimName: d.claimName, vmDisk: d.vmDisk }, m);
+      const f = foreignOutput({ ...(await observeOutputs(rd, ns, d, { vmDisk: true })), claimName: d.claimName, vmDisk: d.vmDisk }, m);
       if (f) return failed(f.reason, f.message, plainEvidence());
     }
   }
@@ -379,13 +449,13 @@ export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInpu
     // A settled disk needs one read to confirm (its claim's UID against the volume's claimRef), not the
     // whole observation: a many-disk VM would otherwise re-read every finished disk on every call.
     if (d.recorded?.metadata?.annotations?.[ANNOTATION_HANDOFF] === HANDOFF_SETTLED) {
-      const claim = await get(ctx, GVRs.PersistentVolumeClaim, ns, d.claimName);
+      const claim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName);
       if (claimRefMatches(d.recorded, claim)) {
         out.push(evidence(d, undefined, DISK_DONE));
         continue;
       }
     }
-    const o = await observeDisk(ctx, input, d);
+    const o = await observeDisk(rd, input, d);
     const action = nextStep(o, m);
     if (action.type === 'done') {
       out.push(evidence(d, o, DISK_DONE));
@@ -393,15 +463,15 @@ export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInpu
     }
     const rest = disks.slice(i + 1).map((x) => evidence(x, undefined, undefined));
     if (action.type === 'fail') {
-      log.warn({ disk: d.index, reason: action.reason }, action.message);
+      if (rd.live) log.warn({ disk: d.index, reason: action.reason }, action.message);
       return failed(action.reason, action.message, [...out, evidence(d, o, undefined), ...rest]);
     }
     if (action.type === 'wait') {
       log.debug({ disk: d.index }, action.message);
       return { state: 'progress', disks: [...out, evidence(d, o, undefined), ...rest], message: action.message, requeueAfterMs: WAIT_REQUEUE_MS };
     }
-    log.info({ disk: d.index, step: action.step, volume: o.volume?.metadata?.name }, 'handoff step');
-    const r = await executeDiskStep(ctx, markers, o, action.step);
+    log.info({ disk: d.index, step: action.step, volume: o.volume?.metadata?.name, reads: rd.counters }, 'handoff step');
+    const r = await executeDiskStep(ctx, markers, o, action.step, input.className);
     if (r.refused) return failed(TaskReason.OutputRejected, r.refused, [...out, evidence(d, o, undefined), ...rest]);
     afterStep(action.step, d.index);
     const done = action.step === Step.SettleVolume;
@@ -409,11 +479,12 @@ export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInpu
       state: 'progress',
       disks: [...out, evidence(d, o, done ? DISK_DONE : action.step), ...rest],
       message: `disk ${d.index}: ${action.step}`,
-      requeueAfterMs: AFTER_STEP_REQUEUE_MS,
+      requeueAfterMs: UNWATCHED_STEPS.has(action.step) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
     };
   }
 
   // Every disk settled: the VMInstance, then the scaffolding VM goes.
+  const vmObs = { vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName), scaffoldingVM: input.forkliftVM };
   const va = nextVMStep(vmObs, m);
   if (va.type === 'fail') return failed(va.reason, va.message, out);
   if (va.type === 'done') return { state: 'done', disks: out, vmInstance: input.vmName };
@@ -439,5 +510,11 @@ export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInpu
     }
   }
   afterStep(va.step, undefined);
-  return { state: 'progress', disks: out, vmInstance: input.vmName, message: va.step, requeueAfterMs: AFTER_STEP_REQUEUE_MS };
+  return {
+    state: 'progress',
+    disks: out,
+    vmInstance: input.vmName,
+    message: va.step,
+    requeueAfterMs: UNWATCHED_STEPS.has(va.step) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
+  };
 }

@@ -82,7 +82,6 @@ function observe(w: World): DiskObservation {
     claim: w.claim,
     dataVolume: w.dv,
     vmDiskObject: w.vmDisk,
-    storageClass: w.sc,
   };
 }
 

@@ -1,4 +1,4 @@
-// The pure core of the handoff: from what was observed (fresh API reads), the ONE next step.
+// The pure core of the handoff: from what was observed, the ONE next step.
 // Every rule here is a fact from cozystack-platform.md ("The copy-free handoff") or the Kubernetes PV
 // controller's behaviour; each branch names the failure it prevents.
 import { ANNOTATION_BIND_REQUESTED, ANNOTATION_HANDOFF, HANDOFF_SETTLED } from '../../api/labels.ts';
@@ -12,7 +12,7 @@ export interface Markers {
   vmId: string;
 }
 
-/** Everything known about one disk, read afresh from the API server. */
+/** Everything known about one disk, as observed by this pass (caches guarded by expectations, or live). */
 export interface DiskObservation {
   index: number;
   /** VMDisk name `<vm>-disk-<i>`. */
@@ -34,8 +34,6 @@ export interface DiskObservation {
   claim?: KubeObject;
   dataVolume?: KubeObject;
   vmDiskObject?: KubeObject;
-  /** The PV's StorageClass: undefined = no class named or the class no longer exists. */
-  storageClass?: KubeObject;
 }
 
 export type DiskAction =

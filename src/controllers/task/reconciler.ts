@@ -20,6 +20,7 @@ import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { isAlreadyExists, isNotFound, type KubeObject } from '../../runtime/kube.ts';
 import { keyString, type ObjectKey, type ReconcileContext, type Reconciler, type Result } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
+import { Expectations } from '../../runtime/expectations.ts';
 import { advertisedAddress, failVM, hostDescription, runPreflight, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
 import { TaskMetrics } from './metrics.ts';
 import { deriveTaskStatus, isTerminalPhase } from './status.ts';
@@ -100,6 +101,10 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   const sourceTasks = new Map<string, Set<string>>();
   /** Inventory facts kept for diagnosis (host of each VM), per task UID / VM id. */
   const vmHosts = new Map<string, string>();
+  /** This reconciler's writes of tasks: the cache is read for a task only once it shows the last one. */
+  const ownWrites = new Expectations();
+  /** Its creates of Forklift objects (maps, Plans, Migrations), likewise. */
+  const forkliftWrites = new Expectations();
 
   const byTaskLabel = (obj: KubeObject): ObjectKey[] => {
     const l = obj.metadata?.labels ?? {};
@@ -130,6 +135,9 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       { gvr: GVRs.VMImportSource, map: bySource },
       { gvr: GVRs.Plan, map: byTaskLabel, labelSelector: ourSelector },
       { gvr: GVRs.Migration, map: byTaskLabel, labelSelector: ourSelector },
+      // Watched so that the task reads its maps from a cache (they change a handful of times).
+      { gvr: GVRs.NetworkMap, map: byTaskLabel, labelSelector: ourSelector },
+      { gvr: GVRs.StorageMap, map: byTaskLabel, labelSelector: ourSelector },
       { gvr: GVRs.PersistentVolumeClaim, map: byPlanLabel, labelSelector: PLAN_LABEL },
       { gvr: GVRs.DataVolume, map: byPlanLabel, labelSelector: PLAN_LABEL },
       { gvr: GVRs.VirtualMachine, map: byPlanLabel, labelSelector: PLAN_LABEL },
@@ -143,7 +151,10 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
       inventory ??= defaultInventoryClient(cfg, ctx.client);
       cidr ??= new ServiceCIDRResolver(ctx.client, { override: cfg.serviceCIDR });
-      const task = await ctx.client.get<VMImportTask & KubeObject>(GVRs.VMImportTask, key.namespace, key.name);
+      // From the informer cache, never behind our own last write (status, finalizer); a private copy,
+      // because the reconcile edits it as it goes.
+      const seen = await ownWrites.get(ctx, GVRs.VMImportTask, key.namespace, key.name);
+      const task = seen ? (structuredClone(seen) as VMImportTask & KubeObject) : undefined;
       if (!task) {
         metrics.setStalled(key, []);
         return {};
@@ -161,7 +172,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
         return {};
       }
       if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {
-        await ctx.client.patch(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } });
+        ownWrites.wrote(GVRs.VMImportTask, await ctx.client.patch<KubeObject>(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } }));
         return { requeueAfterMs: 0 };
       }
       return await drive(ctx, task);
@@ -179,7 +190,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     const now = ctx.now();
     const prevVMs = task.status?.vms ?? [];
     const next = deriveTaskStatus({ prev: task.status, vms, generation: task.metadata.generation, now, waiting: extra.waiting, storageClass: extra.storageClass });
-    await patchStatus(ctx.client, GVRs.VMImportTask, task, next);
+    ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, next));
     // Events and metrics on VM transitions (after the write succeeded, so a retry repeats neither).
     for (const v of next.vms ?? []) {
       const before = prevVMs.find((p) => p.id === v.id);
@@ -323,20 +334,27 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     return { requeueAfterMs: requeueHint.ms };
   }
 
+  /**
+   * One of this task's own Forklift objects (deterministic name, our labels) from the informer cache,
+   * never behind our own create. Absent from a synced cache reads as absent — the caller only creates on
+   * that (AlreadyExists then reads the server), and confirms live before failing a VM on it. Without a
+   * cache (kind not installed or not synced yet) the API server answers; not installed reads as absent.
+   */
   async function getCached(ctx: ReconcileContext, gvr: GVR, ns: string, name: string): Promise<KubeObject | undefined> {
     const c = ctx.cache(gvr);
-    const hit = c?.get(ns, name);
-    if (hit) return hit;
-    // A kind that is not installed answers 404, read as "no such object".
-    return await ctx.client.get(gvr, ns, name);
+    if (!c) return await ctx.client.get(gvr, ns, name);
+    return await forkliftWrites.get(ctx, gvr, ns, name, { trustAbsence: true });
   }
 
   async function createIfAbsent(ctx: ReconcileContext, gvr: GVR, obj: KubeObject): Promise<KubeObject> {
     try {
-      return await ctx.client.create(gvr, obj);
+      const created = await ctx.client.create(gvr, obj);
+      forkliftWrites.wrote(gvr, created);
+      return created;
     } catch (e) {
       if (isAlreadyExists(e)) {
         const got = await ctx.client.get(gvr, obj.metadata?.namespace, obj.metadata?.name ?? '');
+        forkliftWrites.exists(gvr, obj.metadata?.namespace, obj.metadata?.name ?? '');
         if (got) return got;
       }
       throw e;
@@ -346,13 +364,14 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   /**
    * Lists objects of a kind by labels. With `preferCache`, a synced informer cache answers when it holds
    * matches; an empty answer is confirmed by the API server, because decisions taken on absence
-   * ("Forklift produced nothing") must not rest on a cache that has not seen a just-created object.
+   * ("Forklift produced nothing") must not rest on a cache that has not seen a just-created object —
+   * unless `trustCacheAbsence` says no decision rests on it.
    */
-  async function listOptional(ctx: ReconcileContext, gvr: GVR, ns: string, labels: Record<string, string>, o: { preferCache?: boolean } = {}): Promise<KubeObject[]> {
+  async function listOptional(ctx: ReconcileContext, gvr: GVR, ns: string, labels: Record<string, string>, o: { preferCache?: boolean; trustCacheAbsence?: boolean } = {}): Promise<KubeObject[]> {
     if (o.preferCache) {
       const c = ctx.cache(gvr);
-      const hit = c?.hasSynced() ? c.list(ns, labels) : [];
-      if (hit.length) return hit;
+      const hit = c?.hasSynced() ? c.list(ns, labels) : undefined;
+      if (hit?.length || (hit && o.trustCacheAbsence)) return hit;
     }
     try {
       return (await ctx.client.list(gvr, ns, { labelSelector: labelSel(labels) })).items;
@@ -414,6 +433,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     const ts = v.timestamps!;
     const pName = v.plan!;
     let plan = await getCached(ctx, GVRs.Plan, ns, pName);
+    if (!plan && ts.started) plan = await ctx.client.get(GVRs.Plan, ns, pName); // absence that fails the VM: confirmed live
     if (!plan) {
       if (ts.started) return failVM(v, TaskReason.Failed, `Forklift Plan ${pName} disappeared while the VM was migrating; create a new task`);
       plan = await createIfAbsent(ctx, GVRs.Plan, renderPlan({ task, vmId: v.id, providers, networkMap: maps.network, storageMap: maps.storage }));
@@ -421,6 +441,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     if (plan.metadata?.uid) planOwners.set(plan.metadata.uid, taskKey(task));
     const mName = migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id);
     let mig = await getCached(ctx, GVRs.Migration, ns, mName);
+    if (!mig && ts.started) mig = await ctx.client.get(GVRs.Migration, ns, mName); // absence that fails the VM: confirmed live
     if (!mig) {
       if (ts.started) return failVM(v, TaskReason.Canceled, `Forklift Migration ${mName} was deleted while the VM was migrating (the run is canceled); create a new task`);
       const verdict = readPlanVerdict(plan);
@@ -492,13 +513,16 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // Forklift says Succeeded: outputs must exist (the retry trap), unless the handoff already consumed them.
     const migUID = mig.metadata?.uid ?? '';
     const sel = { [MIGRATION_LABEL]: migUID, [VM_ID_LABEL]: v.id };
-    const forkliftVMs = await listOptional(ctx, GVRs.VirtualMachine, ns, sel, { preferCache: true });
-    const claims = (await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, sel, { preferCache: true })).filter((c) => !c.metadata?.name?.startsWith(VMDISK_RELEASE_PREFIX));
+    // Once the handoff has recorded a step, it consumes the transfer claims and the scaffolding VM: their
+    // absence is expected, and the cache answers alone. Before that an absence is confirmed by the API
+    // server, because "Forklift produced nothing" fails the VM.
+    const startedByStatus = (v.disks ?? []).some((d) => d.handoff) || !!v.vmInstance;
+    const forkliftVMs = await listOptional(ctx, GVRs.VirtualMachine, ns, sel, { preferCache: true, trustCacheAbsence: startedByStatus });
+    const claims = (await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, sel, { preferCache: true, trustCacheAbsence: startedByStatus })).filter((c) => !c.metadata?.name?.startsWith(VMDISK_RELEASE_PREFIX));
     // The handoff marks the PVs it has started on: a crash between its steps and our status write
     // must not read as "nothing produced".
     const handoffStarted =
-      (v.disks ?? []).some((d) => d.handoff) ||
-      !!v.vmInstance ||
+      startedByStatus ||
       (await ctx.client.list(GVRs.PersistentVolume, undefined, { labelSelector: labelSel({ [LABEL_TASK_UID]: task.metadata.uid ?? '', [LABEL_VM_ID]: v.id }), limit: 1 })).items.length > 0;
     if (!handoffStarted && engineSucceededWithoutOutput({ engineSucceeded: true, forkliftVM: forkliftVMs[0], transferClaims: claims, expectedDisks: v.disks?.length ?? 0 })) {
       return failVM(v, TaskReason.EngineReportedSuccessWithoutOutput, SUCCESS_WITHOUT_OUTPUT_MESSAGE);

@@ -112,6 +112,39 @@ test('addRateLimited delays the key by its backoff; addAfter keeps the earliest 
   q.shutdown();
 });
 
+test('with supersedeTimedAdds, taking a key drops its pending timed add: the reconcile about to run schedules the next look', async () => {
+  const q = new WorkQueue('t', { rateLimiter: noLimit(), supersedeTimedAdds: true });
+  q.addAfter('a', 60);
+  q.add('a');
+  assert.equal(await q.get(), 'a');
+  assert.equal(q.hasTimedAdd('a'), false);
+  q.done('a');
+  // The dropped timer never re-adds the key.
+  await new Promise((r) => setTimeout(r, 120));
+  assert.equal(q.len(), 0);
+  // A timed add scheduled while the key is processed (its own result) is kept.
+  q.add('a');
+  assert.equal(await q.get(), 'a');
+  q.addAfter('a', 20);
+  q.done('a');
+  assert.equal(q.hasTimedAdd('a'), true);
+  assert.equal(await q.get(), 'a');
+  q.done('a');
+  q.shutdown();
+});
+
+test('without supersedeTimedAdds (client-go semantics) a pending timed add still fires after the key was processed', async () => {
+  const q = new WorkQueue('t', { rateLimiter: noLimit() });
+  q.addAfter('a', 30);
+  q.add('a');
+  assert.equal(await q.get(), 'a');
+  q.done('a');
+  assert.equal(q.hasTimedAdd('a'), true);
+  assert.equal(await q.get(), 'a');
+  q.done('a');
+  q.shutdown();
+});
+
 test('shutdown wakes waiting workers with undefined and drops timed adds', async () => {
   const q = new WorkQueue('t');
   const w = q.get();
