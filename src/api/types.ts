@@ -162,6 +162,8 @@ export interface VMStatus {
   bytesDone?: number;
   bytesPerSecond?: number;
   etaSeconds?: number;
+  /** When bytesDone last grew while the transfer runs (RFC 3339); the stall clock counts from it. */
+  lastProgressTime?: string;
   vmInstance?: string;
   disks?: DiskStatus[];
   downtimeSeconds?: number;

@@ -24,6 +24,13 @@ export interface ScaffoldingShape {
   /** Memory quantity exactly as the VM states it (domain.memory.guest, else resources.requests.memory). */
   memory?: string;
   firmware?: Firmware;
+  /**
+   * The Multus NetworkAttachmentDefinitions the VM's NICs are on, in NIC order, once each, by name in the
+   * VM's own namespace. The pod network is not listed: every VMInstance has it as its default interface.
+   */
+  networks: string[];
+  /** Attachments in another namespace: a VMInstance cannot attach them (its chart uses its own namespace). */
+  foreignNetworks: string[];
 }
 
 type Obj = Record<string, unknown>;
@@ -76,5 +83,28 @@ export function readScaffoldingShape(vm: KubeObject): ScaffoldingShape {
   } else if (bootloader && obj(bootloader.bios)) {
     firmware = { bootloader: 'bios' };
   }
-  return { disks: readScaffoldingDisks(vm), cpu, memory, firmware };
+  return { disks: readScaffoldingDisks(vm), cpu, memory, firmware, ...readScaffoldingNetworks(vm) };
+}
+
+/**
+ * Forklift writes one `spec.template.spec.networks[]` entry per mapped NIC, in source NIC order: `pod: {}`
+ * or `multus: {networkName: <namespace>/<name>}` (a bare name is in the VM's namespace).
+ */
+export function readScaffoldingNetworks(vm: KubeObject): Pick<ScaffoldingShape, 'networks' | 'foreignNetworks'> {
+  const ns = vm.metadata?.namespace ?? '';
+  const networks: string[] = [];
+  const foreignNetworks: string[] = [];
+  for (const n of arr(templateSpec(vm)?.networks)) {
+    const full = str(obj(obj(n)?.multus)?.networkName);
+    if (!full) continue;
+    const i = full.indexOf('/');
+    const [nns, name] = i < 0 ? [ns, full] : [full.slice(0, i), full.slice(i + 1)];
+    if (!name) continue;
+    if (nns !== ns) {
+      if (!foreignNetworks.includes(full)) foreignNetworks.push(full);
+    } else if (!networks.includes(name)) {
+      networks.push(name);
+    }
+  }
+  return { networks, foreignNetworks };
 }

@@ -87,6 +87,8 @@ test('CPU, memory and firmware are read as stated; efi without secureBoot means 
     cpu: { cores: 4, sockets: 2, threads: 1 },
     memory: '8Gi',
     firmware: { bootloader: 'bios' },
+    networks: [],
+    foreignNetworks: [],
   });
   const efi = readScaffoldingShape(scaffold({ cpu: { cores: 1 }, resources: { requests: { memory: '2Gi' } }, firmware: { bootloader: { efi: {} } } }));
   assert.deepEqual([efi.memory, efi.firmware], ['2Gi', { bootloader: 'uefi', secureBoot: true }]);
@@ -126,6 +128,41 @@ test('without an instanceType, a VM whose size cannot be read is refused rather 
   const r = renderVMInstance({ namespace: 'n', name: 'web', vm: { id: 'vm-42' }, shape: readScaffoldingShape(scaffold({ cpu: { cores: 2 } })), diskNames: [], markers: M });
   assert.equal(r.ok, false);
   assert.match((r as { message: string }).message, /states no memory; name an instanceType/);
+});
+
+/** A scaffolding VM in namespace tenant-a with the given template networks (as Forklift writes them). */
+const withNetworks = (networks: unknown[]): KubeObject => {
+  const vm = scaffold({ cpu: { cores: 1 }, memory: { guest: '1Gi' } });
+  vm.metadata = { name: 'web', namespace: 'tenant-a' };
+  (vm.spec as { template: { spec: Record<string, unknown> } }).template.spec.networks = networks;
+  return vm;
+};
+
+test('Multus NICs become the VMInstance networks in NIC order, once each; the pod NIC is its default interface', () => {
+  const shape = readScaffoldingShape(
+    withNetworks([
+      { name: 'net-0', multus: { networkName: 'tenant-a/backup' } },
+      { name: 'net-1', pod: {} },
+      { name: 'net-2', multus: { networkName: 'storage' } },
+      { name: 'net-3', multus: { networkName: 'tenant-a/backup' } },
+    ]),
+  );
+  assert.deepEqual([shape.networks, shape.foreignNetworks], [['backup', 'storage'], []]);
+  const r = renderVMInstance({ namespace: 'tenant-a', name: 'web', vm: { id: 'vm-42' }, shape, diskNames: ['web-disk-0'], markers: M });
+  assert.ok(r.ok);
+  assert.deepEqual((r.object.spec as Record<string, unknown>).networks, [{ name: 'backup' }, { name: 'storage' }]);
+  // Only the pod network: no networks field at all (the chart's default interface is it).
+  const podOnly = renderVMInstance({ namespace: 'tenant-a', name: 'web', vm: { id: 'vm-42' }, shape: readScaffoldingShape(withNetworks([{ name: 'net-0', pod: {} }])), diskNames: [], markers: M });
+  assert.ok(podOnly.ok);
+  assert.equal((podOnly.object.spec as Record<string, unknown>).networks, undefined);
+});
+
+test('a NIC on an attachment of another namespace is refused with the namespace the VMInstance can attach', () => {
+  const shape = readScaffoldingShape(withNetworks([{ name: 'net-0', multus: { networkName: 'infra/backup' } }]));
+  assert.deepEqual(shape.foreignNetworks, ['infra/backup']);
+  const r = renderVMInstance({ namespace: 'tenant-a', name: 'web', vm: { id: 'vm-42' }, shape, diskNames: [], markers: M });
+  assert.equal(r.ok, false);
+  assert.match((r as { message: string }).message, /attaches infra\/backup from another namespace; .*namespace tenant-a only/);
 });
 
 test('disk bus: sata for the first six (q35 AHCI ports), virtio after', () => {

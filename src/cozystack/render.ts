@@ -188,6 +188,14 @@ export function renderVMInstance(o: { namespace: string; name: string; vm: TaskV
     spec.resources = { cpu: cpu.cores * cpu.threads, sockets: cpu.sockets, memory };
   }
   if (o.shape.firmware) spec.firmware = renderFirmware(o.shape.firmware);
+  if (o.shape.foreignNetworks?.length) {
+    return {
+      ok: false,
+      message: `the Forklift-built VirtualMachine attaches ${o.shape.foreignNetworks.join(', ')} from another namespace; a VMInstance attaches NetworkAttachmentDefinitions of namespace ${o.namespace} only — map the network to one there and create a new task`,
+    };
+  }
+  // The pod network is every VMInstance's default interface; Multus NICs follow it, in source order.
+  if (o.shape.networks?.length) spec.networks = o.shape.networks.map((name) => ({ name }));
   return {
     ok: true,
     object: {

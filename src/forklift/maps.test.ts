@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { VMImportTask } from '../api/types.ts';
-import { podNetworkProblem, renderNetworkMap, renderStorageMap, type InventoryVMLike } from './maps.ts';
+import { foreignNetworkProblem, podNetworkProblem, renderNetworkMap, renderStorageMap, type InventoryVMLike } from './maps.ts';
 
 function task(networks: VMImportTask['spec']['networks'] = []): VMImportTask {
   return {
@@ -35,6 +35,14 @@ test('a VM with two NICs on the pod network is refused up front, naming Forklift
   assert.match(p ?? '', /2 NICs.*VM Network \(network-1\), backup \(network-2\).*VMMultiplePodNetworkMappings/);
   assert.equal(podNetworkProblem(task([{ source: 'network-2', type: 'multus', name: 'b' }]), vm2, nets), undefined);
   assert.equal(podNetworkProblem(task(), vm1, nets), undefined);
+});
+
+test('a VM NIC mapped to an attachment of another namespace is refused up front; the task\'s own namespace passes', () => {
+  assert.match(foreignNetworkProblem(task([{ source: 'network-2', type: 'multus', name: 'shared/backup' }]), vm2, nets) ?? '', /mapped to shared\/backup, outside namespace tenant-a/);
+  assert.equal(foreignNetworkProblem(task([{ source: 'network-2', type: 'multus', name: 'tenant-a/backup' }]), vm2, nets), undefined);
+  assert.equal(foreignNetworkProblem(task([{ source: 'network-2', type: 'multus', name: 'backup' }]), vm2, nets), undefined);
+  // A mapping for a network this VM has no NIC on does not concern it.
+  assert.equal(foreignNetworkProblem(task([{ source: 'network-2', type: 'multus', name: 'shared/backup' }]), vm1, nets), undefined);
 });
 
 test('every datastore maps to the resolved class; maps are labelled and owned by the task', () => {

@@ -106,6 +106,25 @@ export function podNetworkProblem(task: VMImportTask, vm: InventoryVMLike, netwo
   );
 }
 
+/**
+ * A VMInstance attaches Multus networks of its own namespace only (Cozystack's chart writes
+ * `networkName: <release namespace>/<name>`), so a NIC mapped to an attachment elsewhere could be
+ * transferred but never handed over. Returns the problem for this VM up front, or undefined.
+ */
+export function foreignNetworkProblem(task: VMImportTask, vm: InventoryVMLike, networks: InventoryNetworkLike[]): string | undefined {
+  const ns = task.metadata.namespace ?? '';
+  const foreign = [
+    ...new Set(
+      nicNetworkIds(vm)
+        .map((id) => destinationFor(task, networkById(networks, id)))
+        .filter((d): d is Extract<NetworkDestination, { type: 'multus' }> => d.type === 'multus' && d.namespace !== ns)
+        .map((d) => `${d.namespace}/${d.name}`),
+    ),
+  ];
+  if (!foreign.length) return undefined;
+  return `VM NICs are mapped to ${foreign.join(', ')}, outside namespace ${ns}; a VMInstance attaches NetworkAttachmentDefinitions of its own namespace only — name one in ${ns} in spec.networks`;
+}
+
 export interface MapInput {
   task: VMImportTask;
   /** Inventory records of the VMs the task still imports (those that passed preflight). */

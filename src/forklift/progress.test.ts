@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { advanceProgress, isStalled, stallMessage } from './progress.ts';
+import { advanceProgress, isStalled, restoreSample, stallMessage } from './progress.ts';
 
 const GiB = 2 ** 30;
 
@@ -42,4 +42,27 @@ test('no progress for the configured time is a stall; the message carries claim 
   assert.match(m, /no progress for 10 min \(at 0%\)/);
   assert.match(m, /plan-vm-1-abcde: Error Unable to connect to vddk data source/);
   assert.match(m, /host-10 at 10\.96\.0\.15/);
+});
+
+test('after a restart the stall clock counts from the progress time status recorded, and the rate carries on', () => {
+  const recorded = { bytesDone: 300, bytesTotal: 1000, bytesPerSecond: 10, lastProgressTime: '2026-11-29T10:00:00Z' };
+  const s = restoreSample(recorded)!;
+  const t0 = Date.parse('2026-11-29T10:00:00Z');
+  assert.deepEqual(s, { at: t0, bytesDone: 300, bytesTotal: 1000, bytesPerSecond: 10, lastChangeAt: t0 });
+  // No movement since: idle is measured from the recorded time, not from the restart.
+  const still = advanceProgress(s, { bytesDone: 300, bytesTotal: 1000 }, t0 + 9 * 60_000);
+  assert.equal(still.idleMs, 9 * 60_000);
+  assert.equal(still.bytesPerSecond, 10);
+  assert.ok(isStalled({ idleMs: still.idleMs, stallAfterMs: 5 * 60_000, converting: false }));
+  // Movement: the rate is computed over the interval since the recorded sample.
+  const moved = advanceProgress(s, { bytesDone: 400, bytesTotal: 1000 }, t0 + 10_000);
+  assert.equal(moved.idleMs, 0);
+  assert.equal(moved.bytesPerSecond, 10);
+});
+
+test('status without a running transfer restores nothing: the first observation starts a fresh sample', () => {
+  assert.equal(restoreSample({}), undefined);
+  assert.equal(restoreSample({ bytesDone: 5, bytesTotal: 10 }), undefined);
+  assert.equal(restoreSample({ bytesDone: 5, bytesTotal: 10, lastProgressTime: 'not a time' }), undefined);
+  assert.equal(restoreSample({ bytesDone: 0, bytesTotal: 0, lastProgressTime: '2026-11-29T10:00:00Z' }), undefined);
 });

@@ -67,6 +67,17 @@ export function advanceProgress(prev: ProgressSample | undefined, obs: { bytesDo
   };
 }
 
+/**
+ * The sample a previous controller left in status, for the first observation after a restart: the stall
+ * clock then counts from the recorded last progress instead of starting over, and the rate carries on.
+ * Undefined when status holds no running transfer's figures. Pure.
+ */
+export function restoreSample(v: { bytesDone?: number; bytesTotal?: number; bytesPerSecond?: number; lastProgressTime?: string }): ProgressSample | undefined {
+  const t = v.lastProgressTime ? Date.parse(v.lastProgressTime) : NaN;
+  if (!Number.isFinite(t) || v.bytesDone === undefined || !v.bytesTotal) return undefined;
+  return { at: t, bytesDone: v.bytesDone, bytesTotal: v.bytesTotal, bytesPerSecond: v.bytesPerSecond, lastChangeAt: t };
+}
+
 export interface StallInput {
   idleMs: number;
   stallAfterMs: number;

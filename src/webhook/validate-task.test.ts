@@ -114,3 +114,11 @@ test('without facts (the early pass) only what the object shows is judged', () =
   assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-1', name: 'a'.repeat(38) }], sourceRef: { name: 'absent' }, storageClass: 'nope' }), undefined, undefined), { allowed: true, problems: [], warnings: [] });
   assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-1' }, { id: 'vm-1' }] }), undefined, undefined).problems, ['spec.vms[1].id "vm-1" is listed twice (also spec.vms[0])']);
 });
+
+test('a Multus attachment in another namespace is refused: the VMInstance attaches its own namespace’s only', () => {
+  const v = validateTask('CREATE', task({ networks: [{ source: 'network-1', type: 'multus', name: 'infra/backup' }] }), undefined, facts());
+  assert.equal(v.allowed, false);
+  assert.match(v.problems.join('\n'), /spec\.networks\[0\]\.name "infra\/backup" is in another namespace: .*namespace "t" only/);
+  // The same attachment named in the task's own namespace, or by its bare name, passes.
+  for (const name of ['t/backup', 'backup']) assert.deepEqual(validateTask('CREATE', task({ networks: [{ source: 'network-1', type: 'multus', name }] }), undefined, facts()).problems, []);
+});

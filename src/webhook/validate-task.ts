@@ -206,6 +206,11 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
       if (!nonEmpty(net.source)) problems.push(`spec.networks[${i}].source is required: the source network's id or name`);
       if (net.type !== 'pod' && net.type !== 'multus') problems.push(`spec.networks[${i}].type must be pod or multus (got ${show(net.type)})`);
       if (net.type === 'multus' && !nonEmpty(net.name)) problems.push(`spec.networks[${i}].name is required when type is multus: a NetworkAttachmentDefinition in namespace ${show(namespace)}`);
+      if (net.type === 'multus' && nonEmpty(net.name) && net.name.includes('/') && net.name.slice(0, net.name.indexOf('/')) !== namespace) {
+        problems.push(
+          `spec.networks[${i}].name ${show(net.name)} is in another namespace: the imported VMInstance attaches NetworkAttachmentDefinitions of namespace ${show(namespace)} only; name one there`,
+        );
+      }
       if (net.type === 'pod' && nonEmpty(net.name)) warnings.push(`spec.networks[${i}].name is ignored when type is pod`);
     });
   }

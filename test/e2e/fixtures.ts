@@ -55,7 +55,10 @@ export interface WorldBootOptions extends SimBootOptions {
 export interface BootedWorld {
   env: ControlPlaneInfo;
   sim: Sim;
+  /** The running controller (after restartController(), the new one: the same object delegates). */
   ctl: { stop(): Promise<void>; metricsURL: string };
+  /** Stops the controller and starts a new one with the same options (a restart: memory is lost). */
+  restartController(): Promise<void>;
   /** The admin's KubeClient. */
   c: KubeClient;
   /** Stops the controller, then the sim, then closes the client; safe to call more than once. */
@@ -71,21 +74,31 @@ export async function bootWorld(o: WorldBootOptions): Promise<BootedWorld> {
   await installOurCRDs();
   for (const sc of o.storageClasses ?? []) await createStorageClass(env.admin.kubeconfigPath, sc);
   const sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: o.worlds, ...(o.sim ?? {}) });
-  let ctl: BootedWorld['ctl'];
+  const start = () => startController({ vddkImage: VDDK_IMAGE, ...(o.controller ?? {}), kubeconfigPath: env.admin.kubeconfigPath, inventoryURL: sim.inventory.url });
+  let cur: BootedWorld['ctl'];
   try {
-    ctl = await startController({ vddkImage: VDDK_IMAGE, ...(o.controller ?? {}), kubeconfigPath: env.admin.kubeconfigPath, inventoryURL: sim.inventory.url });
+    cur = await start();
   } catch (e) {
     await sim.stop();
     throw e;
   }
   let stopped: Promise<void> | undefined;
-  const stopCtl = ctl.stop;
-  ctl = { metricsURL: ctl.metricsURL, stop: () => (stopped ??= stopCtl()) };
+  const ctl: BootedWorld['ctl'] = {
+    get metricsURL() {
+      return cur.metricsURL;
+    },
+    stop: () => (stopped ??= cur.stop()),
+  };
   const c = await adminClient();
   return {
     env,
     sim,
     ctl,
+    restartController: async () => {
+      await ctl.stop();
+      cur = await start();
+      stopped = undefined;
+    },
     c,
     shutdown: async () => {
       await ctl.stop();

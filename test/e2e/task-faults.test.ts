@@ -22,6 +22,7 @@ const world = vcenter({
     { id: 'vm-3', name: 'novddk01', disks: [{ capacityGiB: 4 }], faults: { awaitingVddk: true } },
     { id: 'vm-4', name: 'far01', host: 'host-2', disks: [{ capacityGiB: 4 }] },
     { id: 'vm-5', name: 'trap01', disks: [{ capacityGiB: 4 }] },
+    { id: 'vm-6', name: 'hang01', disks: [{ capacityGiB: 16 }], faults: { stallTransferAtPercent: 30 } },
   ],
 });
 
@@ -144,4 +145,43 @@ test('a Plan that reports Succeeded without producing a VirtualMachine or claims
   assert.equal(v.reason, 'EngineReportedSuccessWithoutOutput', v.message);
   assert.match(v.message!, /create a new task/);
   assert.equal((await c.list(GVRs.VMInstance, ns)).items.length, 0);
+});
+
+test('a controller restart keeps a stalled transfer Stalled: the stall clock is read back from status, not started over', async () => {
+  const ns = await setup('flt-hang', [{ id: 'vm-6' }]);
+  const stalled = await waitFor('reason Stalled', async () => {
+    const v = (await getTask(ns))?.status?.vms?.[0];
+    return v?.reason === 'Stalled' ? v : undefined;
+  }, { timeoutMs: 60_000 });
+  assert.ok((stalled.bytesDone ?? 0) > 0, 'the transfer moved before it hung');
+  assert.ok(stalled.lastProgressTime, 'status records when the transfer last moved');
+  assert.match(stalled.message!, /no progress for/);
+
+  // Every status the task shows from here on.
+  const seen: Array<{ reason?: string; lastProgressTime?: string }> = [];
+  const abort = new AbortController();
+  const rv = (await getTask(ns))!.metadata.resourceVersion;
+  const watching = c
+    .watch(GVRs.VMImportTask, ns, { resourceVersion: rv }, (_type, o) => {
+      const v = (o as unknown as VMImportTask).status?.vms?.[0];
+      if (v) seen.push({ reason: v.reason, lastProgressTime: v.lastProgressTime });
+    }, abort.signal)
+    .catch(() => undefined);
+  await booted.restartController();
+  // The restarted controller's own verdict: its vm_stalled gauge for this VM. Had it started the clock
+  // over, its first pass would have written Transferring (seen by the watch) and the gauge would come
+  // only a stall period later.
+  await waitFor('the restarted controller to call the VM stalled', async () => {
+    const text = await (await fetch(booted.ctl.metricsURL)).text();
+    return new RegExp(`^migration_controller_vm_stalled\\{namespace="${ns}",task="t",vm="vm-6"\\} 1$`, 'm').test(text);
+  }, { timeoutMs: 30_000 });
+  const after = (await getTask(ns))!.status!.vms![0]!;
+  abort.abort();
+  await watching;
+  assert.equal(after.reason, 'Stalled', after.message);
+  assert.equal(after.lastProgressTime, stalled.lastProgressTime, 'the stall clock kept its origin');
+  assert.deepEqual(seen.filter((x) => x.reason !== 'Stalled'), [], 'the restart flipped the VM out of Stalled');
+  // Deleting the task cancels the hung transfer.
+  await c.delete(GVRs.VMImportTask, ns, 't');
+  await waitFor('the task to be gone', async () => !(await getTask(ns)), { timeoutMs: 30_000 });
 });

@@ -28,6 +28,7 @@ const world = vcenter({
     // 4 TiB at 16 GiB/s ≈ 4 min: a transfer that is certainly still running when the test deletes its task.
     { id: 'vm-4', name: 'huge01', disks: [{ capacityGiB: 4096 }] },
     { id: 'vm-5', name: 'other01', disks: [{ capacityGiB: 4096 }] },
+    { id: 'vm-6', name: 'twonic01', disks: [{ capacityGiB: 2 }], nics: [{ network: 'backup', mac: '00:50:56:aa:00:01' }, { network: 'VM Network', mac: '00:50:56:aa:00:02' }] },
   ],
 });
 
@@ -156,6 +157,23 @@ test('two VMs, one with three disks, are imported to Ready=True with per-VM prog
   for (const n of ['web-01', 'db-01']) assert.ok(await c.get(GVRs.VMInstance, ns, n), `VMInstance ${n} was removed with the task`);
   for (const d of b.disks!) assert.ok(await c.get(GVRs.VMDisk, ns, d.vmDisk), `VMDisk ${d.vmDisk} was removed with the task`);
 
+});
+
+test('a NIC mapped to a Multus attachment reaches the VMInstance as its network; the pod NIC is its default interface', async () => {
+  const ns = await freshNamespace('task-nets');
+  await readySource(ns);
+  await createTask(ns, 'nets', { vms: [{ id: 'vm-6' }], networks: [{ source: 'backup', type: 'multus', name: 'backup-net' }] });
+  // Forklift builds its VM from the NetworkMap: look at it before the handoff deletes it.
+  const scaffold = await waitFor('Forklift to build the VM', async () => (await c.list(GVRs.VirtualMachine, ns)).items[0], { timeoutMs: 60_000 });
+  const tmpl = (scaffold.spec as { template: { spec: { networks: unknown[] } } }).template.spec;
+  assert.deepEqual(tmpl.networks, [
+    { name: 'net-0', multus: { networkName: `${ns}/backup-net` } },
+    { name: 'net-1', pod: {} },
+  ]);
+  const wait = await kubectl(['wait', '--for=condition=Ready', '-n', ns, 'vmimporttask/nets', '--timeout=90s'], { timeoutMs: 100_000 });
+  assert.equal(wait.code, 0, `kubectl wait failed: ${wait.stderr} — status: ${JSON.stringify((await getTask(ns, 'nets'))?.status, null, 1)}`);
+  const vmi = (await c.get(GVRs.VMInstance, ns, 'twonic01'))!;
+  assert.deepEqual((vmi.spec as { networks?: unknown }).networks, [{ name: 'backup-net' }]);
 });
 
 test('a VM whose ESXi host cannot be reached fails with HostUnreachable while its sibling is imported', async () => {

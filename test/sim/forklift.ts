@@ -4,7 +4,7 @@
 import ipaddr from 'ipaddr.js';
 import { bundleVerifies, parsePEMBundle } from './certs.ts';
 import { type Cond, type Ctx, blocking, cond, emitEvent, later, sameStatus, secretData, sleep, stamp } from './context.ts';
-import { Informer, type Obj, Queue, R, conflict, keyOf, notFound } from './rest.ts';
+import { HttpError, Informer, type Obj, Queue, R, conflict, keyOf, notFound } from './rest.ts';
 import { type DiskFixture, type VMFixture, type World, contentIdentity, sameUrl } from './world.ts';
 
 export const FORKLIFT_API = 'forklift.konveyor.io/v1beta1';
@@ -664,7 +664,7 @@ export class Forklift {
       for (const d of vm.disks) {
         const ds = world.fixture.datastores.find((x) => x.id === d.datastore)!;
         const dest = smEntries.find((e) => e.source?.id === ds.id || (!e.source?.id && e.source?.name === ds.name))?.destination ?? {};
-        const dv = await ctx.rest.create(R.DataVolume, {
+        const dv = await retryRefusedBeforeWrite(ctx, signal, () => ctx.rest.create(R.DataVolume, {
           metadata: {
             generateName: `${plan.metadata.name}-${vm.id}-`,
             namespace: tns,
@@ -689,7 +689,7 @@ export class Forklift {
               resources: { requests: { storage: String(d.capacity) } },
             },
           },
-        });
+        }));
         dvs.push(dv);
       }
       step = xfer;
@@ -806,6 +806,16 @@ export class Forklift {
         await this.patchDV(dv, { phase: 'Failed', progress: `${failAt.toFixed(2)}%` });
         throw Object.assign(new Error(msg), { forklift: true });
       }
+      const stallAt = vm.faults.stallTransferAtPercent;
+      if (stallAt !== undefined && pct >= stallAt) {
+        done = (stallAt / 100) * totalMB;
+        task.progress.completed = Math.floor(done);
+        xfer.progress.completed = xfer.tasks!.reduce((a, x) => a + x.progress.completed, 0);
+        this.markDirty(run);
+        await this.patchDV(dv, { phase: 'ImportInProgress', progress: `${stallAt.toFixed(2)}%` });
+        // Hangs until the run (or this VM) is canceled: sleep rejects on abort.
+        for (;;) await sleep(ctx, 60_000, signal);
+      }
       if (vm.faults.conversionFreeze && pct >= 99.92 && !froze) {
         // CDI runs qemu-img convert from scratch to the target: progress sits at 99.92% for a while.
         froze = true;
@@ -835,12 +845,42 @@ export class Forklift {
     this.markDirty(run);
   }
 
+  /**
+   * Forklift's vSphere builder (mapNetworks): one network + interface per source NIC, in NIC order, named
+   * net-<n> over the NICs kept; the NetworkMap decides each — pod (masquerade), multus (bridge,
+   * networkName <namespace>/<name>) — and a NIC mapped to `ignored` (or not at all) is left out. MACs kept.
+   */
+  private vmNetworks(plan: Obj, vm: VMFixture): { networks: Array<Record<string, unknown>>; interfaces: Array<Record<string, unknown>> } {
+    const ref = plan.spec?.map?.network ?? {};
+    const entries = ((this.ctx.inf.nmap?.get(ref.namespace ?? plan.metadata.namespace, ref.name ?? '')?.spec?.map ?? []) as Array<{
+      source?: { id?: string; name?: string };
+      destination?: { type?: string; namespace?: string; name?: string };
+    }>);
+    const networks: Array<Record<string, unknown>> = [];
+    const interfaces: Array<Record<string, unknown>> = [];
+    for (const nic of vm.nics) {
+      // By id: what the controller's NetworkMap carries (a name-only entry would need the inventory).
+      const d = entries.find((e) => e.source?.id === nic.network)?.destination;
+      if (!d || d.type === 'ignored') continue;
+      const name = `net-${networks.length}`;
+      if (d.type === 'multus') {
+        networks.push({ name, multus: { networkName: `${d.namespace ?? plan.metadata.namespace}/${d.name}` } });
+        interfaces.push({ name, macAddress: nic.mac, model: 'virtio', bridge: {} });
+      } else {
+        networks.push({ name, pod: {} });
+        interfaces.push({ name, macAddress: nic.mac, model: 'virtio', masquerade: {} });
+      }
+    }
+    return { networks, interfaces };
+  }
+
   private async createVM(run: Run, plan: Obj, vm: VMFixture, st: VMState, tns: string, labels: Record<string, string>, claims: Obj[]): Promise<Obj> {
     const name = vm.name.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || vm.id;
     st.newName = name;
     const tps = plan.spec.targetPowerState;
     const on = tps === 'on' || (tps !== 'off' && st.restorePowerState === 'On');
     const sockets = Math.max(1, Math.floor(vm.cpuCount / Math.max(1, vm.coresPerSocket)));
+    const nets = this.vmNetworks(plan, vm);
     const body = {
       metadata: { name, namespace: tns, labels: { ...labels, app: name }, annotations: { 'forklift.konveyor.io/source-vm-id': vm.id } },
       spec: {
@@ -858,16 +898,34 @@ export class Forklift {
               features: vm.secureBoot ? { smm: { enabled: true } } : {},
               devices: {
                 disks: claims.map((_c, i) => ({ name: `vol-${i}`, disk: { bus: 'virtio' }, ...(i === 0 ? { bootOrder: 1 } : {}) })),
-                interfaces: vm.nics.map((n, i) => ({ name: `net-${i}`, macAddress: n.mac, model: 'virtio', masquerade: {} })),
+                interfaces: nets.interfaces,
               },
             },
-            networks: vm.nics.map((_n, i) => ({ name: `net-${i}`, pod: {} })),
+            networks: nets.networks,
             volumes: claims.map((c, i) => ({ name: `vol-${i}`, persistentVolumeClaim: { claimName: c.metadata.name } })),
           },
         },
       },
     };
     return await this.ctx.rest.create(R.VirtualMachine, body);
+  }
+}
+
+/**
+ * Forklift's plan reconciler returns a failed create to its work queue and tries again on the next pass;
+ * it does not fail the VM for an API server that is busy. Retried here: refusals that happened before
+ * anything was written — a webhook that could not be called in time (500 "failed calling webhook"), 429
+ * and 503 — so a generateName create cannot leave a duplicate. Anything else is the VM's failure.
+ */
+async function retryRefusedBeforeWrite<T>(ctx: Ctx, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  for (let delay = 200; ; delay = Math.min(delay * 2, 5_000)) {
+    try {
+      return await fn();
+    } catch (e) {
+      const transient = e instanceof HttpError && (e.code === 429 || e.code === 503 || (e.code === 500 && /failed calling webhook/.test(e.message)));
+      if (!transient || signal.aborted || ctx.stopping) throw e;
+      await sleep(ctx, delay, signal);
+    }
   }
 }
 

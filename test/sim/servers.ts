@@ -225,7 +225,8 @@ export class Webhook {
       if (!alive) await this.ctx.rest.del(R.ValidatingWebhookConfiguration, undefined, c.metadata.name);
     }
     const clientConfig = (path: string) => ({ url: `https://127.0.0.1:${this.port}${path}`, caBundle: Buffer.from(this.ca.certPEM).toString('base64') });
-    const common = { sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', timeoutSeconds: 5, matchPolicy: 'Equivalent' };
+    // 10 s: the API's default timeout, which the real webhooks keep.
+    const common = { sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Fail', timeoutSeconds: 10, matchPolicy: 'Equivalent' };
     await this.ctx.rest.create(R.ValidatingWebhookConfiguration, {
       metadata: { name: this.configName, labels: { 'sim.cozystack.io/webhook': 'true', 'sim.cozystack.io/pid': String(process.pid) } },
       webhooks: [
@@ -258,7 +259,9 @@ export class Webhook {
       const err = appNameError(rq.kind.kind, name);
       if (err) deny = { code: 422, reason: 'Invalid', message: err };
     } else if (route === '/datavolumes' && name && rq.namespace) {
-      const pvc = await this.ctx.rest.get(R.PVC, rq.namespace, name);
+      // From the sim's claim cache when it holds the claim; asked of the API server otherwise (a claim
+      // created a moment ago must still be seen). A busy API server then answers fewer of these calls.
+      const pvc = this.ctx.inf.pvc.get(rq.namespace, name) ?? (await this.ctx.rest.get(R.PVC, rq.namespace, name));
       const adopt = pvc && (pvc.metadata.annotations?.[POPULATED_FOR] === name || rq.object.metadata?.annotations?.[ALLOW_ADOPTION] === 'true');
       if (pvc && !adopt) deny = { code: 403, reason: 'Forbidden', message: ` Destination PVC ${rq.namespace}/${name} already exists` };
     }

@@ -40,6 +40,9 @@ export interface VMFaults {
   conversionFreeze?: boolean;
   /** DataVolumes of this VM stay `AwaitingVDDK` forever. */
   awaitingVddk?: boolean;
+  /** The transfer stops moving at this percentage (0–100) and never resumes, without an error (a VDDK
+   *  connection that hangs mid-read); only a cancel ends it. */
+  stallTransferAtPercent?: number;
 }
 
 export interface VMFixture {

@@ -12,7 +12,7 @@ import { renderNetworkMap, renderStorageMap, type InventoryNetworkLike, type Inv
 import { readVMMigration, renderMigration, sourcePoweredOff, transferDone, currentStep, type VMMigration } from '../../forklift/migration.ts';
 import { networkMapName, planName, storageMapName, migrationName } from '../../forklift/names.ts';
 import { readPlanVerdict, renderPlan, conditionsOf, describeCondition } from '../../forklift/plan.ts';
-import { advanceProgress, isStalled, stallMessage, type ClaimEventLike, type ProgressSample } from '../../forklift/progress.ts';
+import { advanceProgress, isStalled, restoreSample, stallMessage, type ClaimEventLike, type ProgressSample } from '../../forklift/progress.ts';
 import { destinationProviderName, sourceProviderName } from '../../forklift/provider.ts';
 import { checkStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
 import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
@@ -474,9 +474,18 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // progress
     const sKey = `${task.metadata.uid}/${v.id}`;
     if (run.transfer && run.transfer.totalBytes > 0) {
-      const pv = advanceProgress(samples.get(sKey), { bytesDone: run.transfer.doneBytes, bytesTotal: run.transfer.totalBytes }, now.getTime());
+      // The in-memory sample (ms precision); after a restart, the one the last status write recorded.
+      const pv = advanceProgress(samples.get(sKey) ?? restoreSample(v0), { bytesDone: run.transfer.doneBytes, bytesTotal: run.transfer.totalBytes }, now.getTime());
       samples.set(sKey, pv.sample);
-      v = { ...v, bytesTotal: run.transfer.totalBytes, bytesDone: run.transfer.doneBytes, progress: pv.percent, bytesPerSecond: pv.bytesPerSecond, etaSeconds: pv.etaSeconds };
+      v = {
+        ...v,
+        bytesTotal: run.transfer.totalBytes,
+        bytesDone: run.transfer.doneBytes,
+        progress: pv.percent,
+        bytesPerSecond: pv.bytesPerSecond,
+        etaSeconds: pv.etaSeconds,
+        lastProgressTime: iso(new Date(pv.sample.lastChangeAt)),
+      };
       if (run.failed || run.canceled) {
         // fall through to the verdict below
       } else if (!transferDone(run)) {
@@ -507,7 +516,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // transferred
     if (!ts.transferred) ts.transferred = stampOf(run.transfer?.completed, now);
     samples.delete(sKey);
-    v = { ...v, progress: 100, bytesDone: v.bytesTotal ?? v.bytesDone, bytesPerSecond: undefined, etaSeconds: 0 };
+    v = { ...v, progress: 100, bytesDone: v.bytesTotal ?? v.bytesDone, bytesPerSecond: undefined, etaSeconds: 0, lastProgressTime: undefined };
     if (!run.succeeded) return { ...v, phase: 'Creating', reason: TaskReason.Creating, message: `transfer complete; Forklift is creating the VM (${run.phase ?? ''})` };
 
     // Forklift says Succeeded: outputs must exist (the retry trap), unless the handoff already consumed them.
