@@ -30,6 +30,7 @@ import type { DiskStatus, TaskVM, VMImportTask, VMStatus } from '../../api/types
 import { readScaffoldingDisks, readScaffoldingShape } from '../../cozystack/kubevirt.ts';
 import { parseQuantity } from '../../cozystack/quantity.ts';
 import {
+  hasOutputMarkers,
   markedDiskIndex,
   markerLabels,
   renderHandoffDataVolume,
@@ -92,11 +93,13 @@ export const AFTER_STEP_REQUEUE_MS = 20;
  */
 const UNWATCHED_STEPS: ReadonlySet<StepName> = new Set([Step.CreateVMDisk, Step.CreateVMInstance]);
 /**
- * While the PV controller, CDI or the garbage collector acts: a safety-net poll only. Their writes wake the
- * task reconciler through its watches on the claims, DataVolumes and volumes the handoff marks; polling
- * faster than this made hundreds of waiting handoffs saturate the API server in the scale benchmark.
+ * While the PV controller, CDI or the garbage collector acts: a safety-net poll only. Every wait ends with
+ * a write to an object the task watches (the volume's binding, the claim's adoption or binding, a
+ * DataVolume's deletion), and that event wakes the next pass — a pass that also drops this timer. Polling
+ * at 250 ms made hundreds of waiting handoffs saturate the API server in the scale benchmark; at 2 s the
+ * polls of the 800-task run were still most of the controller's reconciles.
  */
-export const WAIT_REQUEUE_MS = 2_000;
+export const WAIT_REQUEUE_MS = 5_000;
 
 /** Test seam: called right after each step's API write (the crash-safety tests crash here). */
 export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void } = {};
@@ -187,15 +190,28 @@ function reader(ctx: ReconcileContext, live: boolean): Reader {
 }
 
 /**
+ * VMDisks this process created (or found carrying our markers), between their creation and the disk's
+ * settling: a cached pass believes them instead of asking the aggregated API on every wait for CDI's
+ * adoption (the top request of the 800-task benchmark). Dropped when the disk settles; a live pass reads.
+ */
+const knownVMDisks = new Map<string, KubeObject>();
+const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
+
+/**
  * The disk's outputs. The VMDisk is not watched (see AFTER_STEP_REQUEUE_MS), so it is read only when a
  * decision can depend on it: before the first write (a foreign VMDisk fails the VM untouched), once the
  * claim is bound and its DataVolume exists (steps 9 and 10), and on a live pass. A foreign VMDisk made in
  * between is met by our create's AlreadyExists, which the next (live) read turns into the verdict.
  */
-async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, o: { vmDisk?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
+async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
   const [claim, dataVolume] = await Promise.all([rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName), rd.get(GVRs.DataVolume, ns, d.claimName)]);
   const needVMDisk = o.vmDisk || rd.live || (!!dataVolume && (claim?.status as { phase?: string } | undefined)?.phase === 'Bound');
-  const vmDiskObject = needVMDisk ? await rd.get(GVRs.VMDisk, ns, d.vmDisk) : undefined;
+  let vmDiskObject: KubeObject | undefined;
+  if (needVMDisk) {
+    const known = rd.live ? undefined : knownVMDisks.get(vmDiskKey(ns, d.vmDisk));
+    vmDiskObject = known ?? (await rd.get(GVRs.VMDisk, ns, d.vmDisk));
+    if (vmDiskObject && !known && hasOutputMarkers(vmDiskObject, markers)) knownVMDisks.set(vmDiskKey(ns, d.vmDisk), vmDiskObject);
+  }
   return { claim, dataVolume, vmDiskObject };
 }
 
@@ -217,7 +233,7 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
     if (dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id)) transferDataVolumes.push(dv);
   }
 
-  const outputs = await observeOutputs(rd, ns, d);
+  const outputs = await observeOutputs(rd, ns, d, { taskUid: input.task.metadata.uid!, vmId: input.spec.id });
   return {
     index: d.index,
     vmDisk: d.vmDisk,
@@ -251,7 +267,9 @@ function evidence(d: DiskPlan, o: DiskObservation | undefined, checkpoint: strin
 async function createOutput(ctx: ReconcileContext, gvr: GVR, obj: KubeObject): Promise<{ refused?: string }> {
   const ex = handoffExpectations;
   try {
-    ex.wrote(gvr, await ctx.client.create(gvr, obj));
+    const created = await ctx.client.create(gvr, obj);
+    ex.wrote(gvr, created);
+    if (gvr === GVRs.VMDisk) knownVMDisks.set(vmDiskKey(created.metadata?.namespace ?? '', created.metadata?.name ?? ''), created);
     return {};
   } catch (e) {
     if (isAlreadyExists(e)) {
@@ -368,6 +386,7 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
           spec: { persistentVolumeReclaimPolicy: desiredReclaimPolicy(storageClass) },
         });
         ex.wrote(GVRs.PersistentVolume, written);
+        knownVMDisks.delete(vmDiskKey(ns, o.vmDisk));
         return {};
       }
       default:
@@ -393,7 +412,9 @@ export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInpu
   // A pass that took a step or waits returns as it is. A verdict — every disk and the VM done, or the VM
   // failed — was reached without a write and is confirmed on a live observation before it is returned.
   if (first.state === 'progress') return first;
-  return await handoffPass(ctx, input, reader(ctx, true));
+  const verdict = await handoffPass(ctx, input, reader(ctx, true));
+  if (verdict.state !== 'progress') for (const d of verdict.disks) knownVMDisks.delete(vmDiskKey(input.task.metadata.namespace ?? '', d.vmDisk));
+  return verdict;
 }
 
 async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reader): Promise<HandoffOutcome> {
@@ -438,7 +459,7 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     const foreignVMI = foreignVMInstance({ vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName) }, m);
     if (foreignVMI) return failed(foreignVMI.reason, foreignVMI.message, plainEvidence());
     for (const d of disks) {
-      const f = foreignOutput({ ...(await observeOutputs(rd, ns, d, { vmDisk: true })), claimName: d.claimName, vmDisk: d.vmDisk }, m);
+      const f = foreignOutput({ ...(await observeOutputs(rd, ns, d, m, { vmDisk: true })), claimName: d.claimName, vmDisk: d.vmDisk }, m);
       if (f) return failed(f.reason, f.message, plainEvidence());
     }
   }
