@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { ControlPlane, SERVICE_CIDR, freePort, loadYamlObjects } from '../test/e2e/env/index.ts';
 import { kubeConfigFor } from '../test/e2e/env/index.ts';
 import { createStorageClass, startSim, vcenter, type Sim, type WorldFixture } from '../test/sim/index.ts';
+import type { SimTimings } from '../test/sim/context.ts';
 import { GVRs, type GVR } from '../src/runtime/gvr.ts';
 import { Informer } from '../src/runtime/informer.ts';
 import { isAlreadyExists, KubeClient, type KubeObject } from '../src/runtime/kube.ts';
@@ -236,6 +237,8 @@ export interface EnvOptions {
   sim?: boolean;
   /** API server audit log (default true; the scale benchmark turns it off: it costs the API server CPU). */
   auditLog?: boolean;
+  /** Simulator timings beyond its defaults (the scale benchmark slows its progress tick). */
+  simTimings?: Partial<SimTimings>;
 }
 
 export interface BenchEnv {
@@ -291,7 +294,7 @@ export async function startEnv(o: EnvOptions = {}): Promise<BenchEnv> {
   let sim: Sim | undefined;
   if (o.sim !== false) {
     await createStorageClass(cp.info.admin.kubeconfigPath, { name: STORAGE_CLASS, reclaimPolicy: 'Delete' });
-    sim = await startSim({ kubeconfigPath: cp.info.admin.kubeconfigPath, worlds: [world] });
+    sim = await startSim({ kubeconfigPath: cp.info.admin.kubeconfigPath, worlds: [world], ...(o.simTimings ? { timings: o.simTimings } : {}) });
   }
   const next = { 1: 0, 4: 0 };
   const env: BenchEnv = {
