@@ -177,28 +177,22 @@ async function main(): Promise<void> {
   const tenantKC = join(info.dir, 'tenant-demo.kubeconfig');
   writeKubeconfig(tenantKC, info.server, info.caPEM, tenant.name, tenant.token, NS);
   const roles = tenantRoles(await helmTemplate());
-  // Cozystack's tenant roles aggregate every ClusterRole labelled aggregate-to-tenant-view/-admin; this one
-  // stands in for them, so the tenant holds exactly what the chart contributes.
+  // The control plane carries Cozystack's own tenant roles (test/fixtures/cozystack-tenant-roles.yaml);
+  // the chart's tenant ClusterRoles aggregate into them by label, and the tenant is bound to
+  // cozy:tenant:admin as Cozystack binds a tenant admin: it holds what a tenant admin of the platform holds.
   const rbac = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } },
     ...roles,
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: 'demo-cozy-tenant-admin' },
-      aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'rbac.cozystack.io/aggregate-to-tenant-view': 'true' } }, { matchLabels: { 'rbac.cozystack.io/aggregate-to-tenant-admin': 'true' } }] },
-      rules: [],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
-      metadata: { name: 'tenant-admin', namespace: NS },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'demo-cozy-tenant-admin' },
+      metadata: { name: 'cozy:tenant:admin', namespace: NS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cozy:tenant:admin' },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenant.name }],
     },
   ];
   must(await kubectlAs(kubectl, adminKC, ['apply', '-f', '-'], rbac.map((o) => YAML.stringify(o)).join('---\n')), 'creating the tenant namespace and roles');
-  say(`user ${tenant.name} is bound in ${NS} to a tenant-admin role aggregating the chart's ${roles.map((r) => (r.metadata as { name?: string }).name).join(', ')}`);
+  say(`user ${tenant.name} is bound in ${NS} to Cozystack's cozy:tenant:admin, which aggregates the chart's ${roles.map((r) => (r.metadata as { name?: string }).name).join(', ')}`);
   // The aggregation controller fills the rules asynchronously: wait until the tenant may create a task.
   await waitUntil('the tenant role to be aggregated', 30_000, async () => {
     const r = await kubectlAs(kubectl, tenantKC, ['auth', 'can-i', 'create', 'vmimporttasks.forklift.cozystack.io', '-n', NS]);

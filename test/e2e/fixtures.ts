@@ -1,11 +1,11 @@
 // Setup shared by the e2e files: the simulated world (sim + controller + client) a file boots once, a
-// tenant allowed to edit our kinds in a namespace, the webhook's answers as a tenant reads them, the
+// tenant holding Cozystack's tenant-admin role in a namespace, the webhook's answers as a tenant reads them, the
 // stand-in CRDs, and a process liveness probe. Each helper is small so a file still reads on its own.
 import { createStorageClass, standInCRDs, startSim, type Sim, type SimOptions, type WorldFixture } from '../sim/index.ts';
 import { Rest } from '../sim/testing.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
-import { installOurCRDs, kubectl, testEnv, waitFor, type ControlPlaneInfo } from './env/index.ts';
+import { bindTenant, installOurCRDs, kubectl, testEnv, waitFor, type ControlPlaneInfo, type TenantAccess } from './env/index.ts';
 import { startController, type StartControllerOptions } from './controller.ts';
 import { adminClient } from './source-helpers.ts';
 
@@ -109,23 +109,12 @@ export async function bootWorld(o: WorldBootOptions): Promise<BootedWorld> {
 }
 
 /**
- * Lets the first tenant of the control plane edit VMImportSources and VMImportTasks in `ns` (a Role and
- * its RoleBinding) and returns that tenant's kubeconfig.
+ * The first tenant of the control plane, holding in `ns` exactly what a tenant admin of a Cozystack
+ * platform holds: Cozystack's `cozy:tenant:admin` (test/fixtures/cozystack-tenant-roles.yaml) with the
+ * chart's tenant roles aggregated into it. Returns that tenant's kubeconfig.
  */
-export async function tenantWithRole(ns: string): Promise<string> {
-  const tenant = (await testEnv()).tenants[0]!;
-  const r = await kubectl(['apply', '-f', '-'], {
-    input: JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'List',
-      items: [
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'vmimport-editor', namespace: ns }, rules: [{ apiGroups: ['forklift.cozystack.io'], resources: ['vmimportsources', 'vmimporttasks'], verbs: ['*'] }] },
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'vmimport-editor', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vmimport-editor' }, subjects: [{ kind: 'User', name: tenant.name, apiGroup: 'rbac.authorization.k8s.io' }] },
-      ],
-    }),
-  });
-  if (r.code !== 0) throw new Error(`tenant RBAC in ${ns}: ${r.stderr}`);
-  return tenant.kubeconfigPath;
+export async function tenantWithRole(ns: string, access: TenantAccess = 'admin'): Promise<string> {
+  return await bindTenant(ns, { access });
 }
 
 /** `kubectl apply` of one object into `ns` as the holder of `kubeconfig`. */

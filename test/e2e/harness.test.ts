@@ -6,9 +6,10 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { KubeClient } from '../../src/runtime/kube.ts';
 import { GVRs, type GVR } from '../../src/runtime/gvr.ts';
-import { adminKubeConfig, applyObjects, freshNamespace, kubeConfigFor, kubectl, testEnv, waitFor, REPO_ROOT } from './env/index.ts';
+import { adminKubeConfig, applyObjects, bindTenant, freshNamespace, kubeConfigFor, kubectl, testEnv, waitFor, REPO_ROOT } from './env/index.ts';
 import { alive } from './fixtures.ts';
 
+const POD: GVR = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
 const WIDGET: GVR = { group: 'harness.e2e.test', version: 'v1', plural: 'widgets', kind: 'Widget', namespaced: true };
 
 const widgetCRD = {
@@ -131,29 +132,47 @@ test('deleting an owner garbage-collects its dependent', async () => {
   await waitFor('dependent garbage-collected', async () => !(await c.get(GVRs.ConfigMap, ns, 'dependent')));
 });
 
-test("a tenant identity is forbidden to read another tenant's namespace", async () => {
+test("a tenant identity holding Cozystack's tenant-admin role in its namespace is forbidden to read another tenant's namespace", async () => {
   const env = await testEnv();
   const [a, b] = env.tenants;
   assert.ok(a && b);
   const nsA = await freshNamespace('tenant');
   const nsB = await freshNamespace('tenant');
+  await bindTenant(nsA, { access: 'admin', tenant: 0 });
+  await bindTenant(nsB, { access: 'admin', tenant: 1 });
   const c = await admin();
-  // tenant-a is admin of its own namespace only
-  await c.create({ group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings', kind: 'RoleBinding', namespaced: true }, {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'tenant-admin', namespace: nsA },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
-    subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: a.name }],
-  });
-  await c.create(GVRs.ConfigMap, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'private', namespace: nsB }, data: { k: 'v' } });
+  await c.create(POD, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'private', namespace: nsB }, spec: { containers: [{ name: 'c', image: 'example.invalid/none' }] } });
   const tenantA = new KubeClient(kubeConfigFor(a.kubeconfigPath));
-  // RBAC bindings propagate through the authorizer's cache; wait for tenant-a's own access first.
-  await waitFor('tenant-a can list its own namespace', async () => (await tenantA.list(GVRs.ConfigMap, nsA)).items !== undefined);
-  await assert.rejects(tenantA.get(GVRs.ConfigMap, nsB, 'private'), (e: { code?: number }) => e.code === 403);
-  const r = await kubectl(['-n', nsB, 'get', 'configmaps'], { kubeconfig: a.kubeconfigPath });
+  // cozy:tenant:view (inside admin) grants pods get/list: tenant-a reads its own namespace…
+  assert.deepEqual((await tenantA.list(POD, nsA)).items, []);
+  // …and nothing of tenant-b's, which tenant-b itself reads.
+  await assert.rejects(tenantA.get(POD, nsB, 'private'), (e: { code?: number }) => e.code === 403);
+  const r = await kubectl(['-n', nsB, 'get', 'pods'], { kubeconfig: a.kubeconfigPath });
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /forbidden/i);
+  const own = await kubectl(['-n', nsB, 'get', 'pods', '-o', 'name'], { kubeconfig: b.kubeconfigPath });
+  assert.equal(own.stdout.trim(), 'pod/private', own.stderr);
+  tenantA.close();
+});
+
+test("Cozystack's tenant roles are installed and aggregate as on the platform: view reads, admin writes, neither reaches ConfigMaps, Secrets or claims", async () => {
+  const env = await testEnv();
+  const ns = await freshNamespace('tenant');
+  const kc = await bindTenant(ns, { access: 'view', tenant: 1 });
+  const can = async (verb: string, what: string) => (await kubectl(['auth', 'can-i', verb, what, '-n', ns], { kubeconfig: kc })).stdout.trim();
+  assert.equal(await can('list', 'vmimportsources.forklift.cozystack.io'), 'yes');
+  assert.equal(await can('get', 'vmdisks.apps.cozystack.io'), 'yes');
+  assert.equal(await can('create', 'vmimporttasks.forklift.cozystack.io'), 'no');
+  await bindTenant(ns, { access: 'admin', tenant: 1 });
+  assert.equal(await can('create', 'vmimporttasks.forklift.cozystack.io'), 'yes');
+  assert.equal(await can('delete', 'vmdisks.apps.cozystack.io'), 'yes');
+  for (const [verb, what] of [['get', 'configmaps'], ['get', 'secrets'], ['list', 'persistentvolumeclaims'], ['list', 'datavolumes.cdi.kubevirt.io'], ['list', 'plans.forklift.konveyor.io']]) {
+    assert.equal(await can(verb!, what!), 'no', `a tenant admin may ${verb} ${what}`);
+  }
+  // A RoleBinding grants nothing cluster-scoped, though the role names persistentvolumes.
+  const pv = await kubectl(['auth', 'can-i', 'list', 'persistentvolumes'], { kubeconfig: kc });
+  assert.equal(pv.stdout.trim(), 'no');
+  assert.ok(env.tenants[1]);
 });
 
 test('no etcd or kube-* process outlives the run that started it, whether it ends by SIGTERM or SIGKILL', async () => {

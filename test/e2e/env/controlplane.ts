@@ -155,6 +155,39 @@ function httpsGet(url: string, caPEM: string, token: string, timeoutMs: number):
   });
 }
 
+/** Cozystack's tenant ClusterRoles (view, use, admin, super-admin and their aggregation), modelled from upstream. */
+export const TENANT_ROLES_FIXTURE = join(REPO_ROOT, 'test/fixtures/cozystack-tenant-roles.yaml');
+
+/**
+ * Creates the ClusterRoles of TENANT_ROLES_FIXTURE. kube-controller-manager's clusterrole-aggregation
+ * controller then fills the aggregated ones (cozy:tenant:admin …) from every ClusterRole carrying their
+ * labels, as on a real platform; bind a tenant with `bindTenant` (test/e2e/env/index.ts).
+ */
+async function installTenantRoles(server: string, caPEM: string, token: string): Promise<void> {
+  const roles = YAML.parseAllDocuments(readFileSync(TENANT_ROLES_FIXTURE, 'utf8'))
+    .map((d) => d.toJSON() as { kind?: string; metadata?: { name?: string } } | null)
+    .filter((o) => o?.kind === 'ClusterRole');
+  for (const role of roles) {
+    const r = await httpsRequest('POST', `${server}/apis/rbac.authorization.k8s.io/v1/clusterroles`, caPEM, token, JSON.stringify(role), 10_000);
+    // 409: already there (a restarted start against the same store); anything else is a broken fixture.
+    if (r.status !== 201 && r.status !== 409) throw new Error(`creating ClusterRole ${role?.metadata?.name}: HTTP ${r.status} ${r.body}`);
+  }
+}
+
+function httpsRequest(method: string, url: string, caPEM: string, token: string, body: string, timeoutMs: number): Promise<{ status: number; body: string }> {
+  return new Promise((res, rej) => {
+    const req = https.request(url, { method, ca: caPEM, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, timeout: timeoutMs }, (r) => {
+      let out = '';
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => (out += c));
+      r.on('end', () => res({ status: r.statusCode ?? 0, body: out }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', rej);
+    req.end(body);
+  });
+}
+
 /** Resolves when `fn` returns true; polls a health endpoint, never a fixed sleep as synchronisation. */
 async function until(what: string, deadline: number, fn: () => Promise<boolean>, proc?: ChildProcess, logFile?: string): Promise<void> {
   let last = '';
@@ -297,6 +330,8 @@ export class ControlPlane {
         cp.proc('kube-controller-manager'),
         cp.log('kube-controller-manager'),
       );
+      // A tenant on this control plane holds what a tenant of a real Cozystack platform holds.
+      await installTenantRoles(server, ca.certPEM, admin.token);
     } catch (e) {
       await cp.stop({ keepDir: true });
       throw new Error(`control plane failed to start; logs kept in ${logsDir}: ${(e as Error).message}`);

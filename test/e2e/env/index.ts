@@ -13,8 +13,9 @@ import YAML from 'yaml';
 import { ControlPlane, type ControlPlaneInfo } from './controlplane.ts';
 import { KubeClient } from '../../../src/runtime/kube.ts';
 import { GVRs, type GVR } from '../../../src/runtime/gvr.ts';
+import { helmTemplate, tenantRoles } from '../../../scripts/demo/tools.ts';
 
-export { ControlPlane, type ControlPlaneInfo, type Identity, SERVICE_CIDR, TENANT_NAMES, freePort, writeKubeconfig, findAssets } from './controlplane.ts';
+export { ControlPlane, type ControlPlaneInfo, type Identity, SERVICE_CIDR, TENANT_NAMES, TENANT_ROLES_FIXTURE, freePort, writeKubeconfig, findAssets } from './controlplane.ts';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -159,4 +160,58 @@ export async function applyObjects(objs: k8s.KubernetesObject[], fieldManager = 
 /** Installs our own CRDs (crds/). */
 export async function installOurCRDs(): Promise<void> {
   await applyObjects(loadYamlObjects(join(REPO_ROOT, 'crds')));
+}
+
+/** Cozystack's tenant access levels (test/fixtures/cozystack-tenant-roles.yaml), lowest first. */
+export type TenantAccess = 'view' | 'use' | 'admin' | 'super-admin';
+
+let chartTenantRoles: Promise<void> | undefined;
+
+/**
+ * The chart's tenant ClusterRoles (those labelled rbac.cozystack.io/aggregate-to-tenant-*), rendered
+ * from the chart as `helm template` does and applied, so they aggregate into Cozystack's roles as they
+ * do on a platform where the chart is installed. Once per process; idempotent on the shared plane.
+ * Not for a control plane where the chart itself is installed (Helm refuses to adopt them).
+ */
+export function installChartTenantRoles(): Promise<void> {
+  chartTenantRoles ??= (async () => {
+    const roles = tenantRoles(await helmTemplate());
+    if (roles.length === 0) throw new Error('the chart renders no ClusterRole carrying a Cozystack tenant aggregation label');
+    await applyObjects(roles as unknown as k8s.KubernetesObject[]);
+  })();
+  return chartTenantRoles;
+}
+
+/**
+ * Binds a tenant identity (tenants[0] unless told) in `ns` to Cozystack's tenant role of `access`
+ * level — RoleBinding `cozy:tenant:<access>` to ClusterRole `cozy:tenant:<access>`, as Cozystack's
+ * tenant chart does (cozystack/cozystack@v1.6.2:packages/apps/tenant/templates/tenant.yaml; it binds
+ * the groups <tenant>-<access>, here the user itself) — after installing the chart's tenant roles.
+ * Waits until the aggregated role shows the chart's rules to that tenant, and returns its kubeconfig.
+ * Never the built-in `admin`: a tenant gets exactly what a tenant of the platform gets.
+ */
+export async function bindTenant(ns: string, o: { access?: TenantAccess; tenant?: number; chartRoles?: boolean } = {}): Promise<string> {
+  const env = await testEnv();
+  const tenant = env.tenants[o.tenant ?? 0];
+  if (!tenant) throw new Error(`no tenant identity #${o.tenant}`);
+  const access = o.access ?? 'admin';
+  if (o.chartRoles ?? true) await installChartTenantRoles();
+  const name = `cozy:tenant:${access}`;
+  await applyObjects([
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenant.name }],
+    } as k8s.KubernetesObject,
+  ]);
+  // The aggregation controller and the authorizer's cache act asynchronously: wait for the tenant to
+  // see our kinds (view and up), and to create tasks (admin and up).
+  const verb = access === 'admin' || access === 'super-admin' ? 'create' : 'list';
+  await waitFor(`${tenant.name} to hold ${name} in ${ns}`, async () => {
+    const r = await kubectl(['auth', 'can-i', verb, 'vmimporttasks.forklift.cozystack.io', '-n', ns], { kubeconfig: tenant.kubeconfigPath });
+    return r.stdout.trim() === 'yes';
+  });
+  return tenant.kubeconfigPath;
 }
