@@ -64,7 +64,7 @@ function walk(s: Schema, path: string, visit: (s: Schema, path: string) => void)
 }
 
 for (const [crd, kind, plural, short] of [
-  [SOURCE, 'VMImportSource', 'vmimportsources', 'vmis'],
+  [SOURCE, 'VMImportSource', 'vmimportsources', 'vmisrc'],
   [TASK, 'VMImportTask', 'vmimporttasks', 'vmit'],
 ] as const) {
   test(`${kind} is a namespaced v1alpha1 kind with a status subresource, short name ${short} and category vmimport`, () => {
@@ -135,7 +135,7 @@ for (const [crd, kind, plural, short] of [
 
 const READY = '.status.conditions[?(@.type=="Ready")]';
 
-test('kubectl get vmis shows Type, URL, Ready, Reason and Age', () => {
+test('kubectl get vmisrc shows Type, URL, Ready, Reason and Age', () => {
   const cols = SOURCE.spec.versions[0]!.additionalPrinterColumns!;
   assert.deepEqual(
     cols.map((c) => [c.name, c.jsonPath]),
