@@ -4,16 +4,67 @@
 # etcd comes from Debian's etcd-server; kube-apiserver and kube-controller-manager are built from
 # Debian's `kubernetes` source package (v1.20.2) with Debian's Go, once per machine, and cached in
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/migration-controller/k8s-1.20.2/
-# Idempotent: when the cached binaries exist and run, it does nothing. Prints the assets folder last.
+# Idempotent: when the cached binaries exist and run, it does nothing. Prints the assets folder last
+# (on stdout; everything else goes to stderr).
+#
+# Quiet: the screen shows one progress line with the elapsed time (redrawn in place on a terminal, one
+# line per step otherwise). apt and the Go build write to a log file, which is named — with its last
+# lines — only when a step fails.
 #
 # Honours KUBEBUILDER_ASSETS: when it names a folder holding all three binaries, that folder is used.
+#   --print-deb-src   print the deb-src entries derived from the machine's apt sources, and exit
 set -euo pipefail
 
 K8S_VERSION=1.20.2
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/migration-controller"
 ASSETS="${CACHE_ROOT}/k8s-${K8S_VERSION}"
+# Where apt's configuration lives (a test points it at a fixture).
+APT_ETC="${MC_APT_ETC:-/etc/apt}"
 
-log() { printf '[install-testenv] %s\n' "$*" >&2; }
+# --- deb-src entries, derived from the machine's own sources ------------------------------------------
+# The source package must come from the same archive (mirror, suites, signing key) as the machine's
+# binary packages, so the deb-src entries are copies of its enabled `Types: deb` stanzas (deb822
+# *.sources) and `deb` lines (one-line *.list, sources.list) with the type changed to deb-src. No host
+# is named here: a machine behind a mirror or a snapshot keeps using it.
+derive_deb_src_sources() {
+  local f
+  for f in "$APT_ETC"/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    # Paragraph mode: one stanza per record. Copy stanzas whose Types include `deb`, unless disabled.
+    awk 'BEGIN { RS = ""; ORS = "\n\n" }
+      {
+        n = split($0, lines, "\n"); types = ""; enabled = 1
+        for (i = 1; i <= n; i++) {
+          if (lines[i] ~ /^Types:/) types = lines[i]
+          if (tolower(lines[i]) ~ /^enabled:[ \t]*no/) enabled = 0
+        }
+        if (!enabled || types !~ /(^Types:|[ \t])deb([ \t]|$)/) next
+        out = ""
+        for (i = 1; i <= n; i++) {
+          line = (lines[i] ~ /^Types:/) ? "Types: deb-src" : lines[i]
+          out = out (i > 1 ? "\n" : "") line
+        }
+        print out
+      }' "$f"
+  done
+}
+derive_deb_src_list() {
+  local f
+  for f in "$APT_ETC"/sources.list "$APT_ETC"/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    sed -n 's/^[[:space:]]*deb\([[:space:]]\)/deb-src\1/p' "$f"
+  done
+}
+has_deb_src() {
+  grep -rqsE '^Types:.*deb-src' "$APT_ETC"/sources.list.d/ 2>/dev/null && return 0
+  grep -qsE '^[[:space:]]*deb-src[[:space:]]' "$APT_ETC"/sources.list "$APT_ETC"/sources.list.d/*.list 2>/dev/null
+}
+
+if [ "${1:-}" = "--print-deb-src" ]; then
+  derive_deb_src_sources
+  derive_deb_src_list
+  exit 0
+fi
 
 have_all() {
   local dir=$1
@@ -21,8 +72,11 @@ have_all() {
 }
 
 if [ -n "${KUBEBUILDER_ASSETS:-}" ] && have_all "$KUBEBUILDER_ASSETS"; then
-  log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
   echo "$KUBEBUILDER_ASSETS"
+  exit 0
+fi
+if have_all "$ASSETS" && "$ASSETS/kube-apiserver" --version >/dev/null 2>&1; then
+  echo "$ASSETS"
   exit 0
 fi
 
@@ -30,52 +84,112 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 
-apt_updated=0
-apt_update() {
-  if [ "$apt_updated" = 0 ]; then $SUDO apt-get update -qq >&2; apt_updated=1; fi
+mkdir -p "$CACHE_ROOT" "$ASSETS"
+LOG="${CACHE_ROOT}/install-testenv.log"
+: >"$LOG"
+START=$(date +%s)
+STEP_FILE="${CACHE_ROOT}/.install-testenv.step"
+TICKER_PID=""
+HEADLINE="building the local control plane, once per machine (about 9 minutes on 2 cores)"
+
+elapsed() {
+  local s=$(( $(date +%s) - START ))
+  printf '%dm%02ds' $((s / 60)) $((s % 60))
+}
+stop_ticker() {
+  if [ -n "$TICKER_PID" ]; then
+    kill "$TICKER_PID" 2>/dev/null || true
+    wait "$TICKER_PID" 2>/dev/null || true
+    TICKER_PID=""
+  fi
+}
+# The progress line. On a terminal a background ticker (ended by its pid at exit) redraws it each
+# second; elsewhere (CI logs, a test's pipe) each step prints one line.
+step() {
+  printf '%s' "$*" >"$STEP_FILE"
+  if [ -t 2 ]; then
+    if [ -z "$TICKER_PID" ]; then
+      ( while :; do printf '\r\033[K[install-testenv] %s: %s … %s' "$HEADLINE" "$(cat "$STEP_FILE" 2>/dev/null)" "$(elapsed)" >&2; sleep 1; done ) &
+      TICKER_PID=$!
+    fi
+  else
+    printf '[install-testenv] %s: %s … %s\n' "$HEADLINE" "$*" "$(elapsed)" >&2
+  fi
+}
+finish() {
+  local code=$? what
+  what=$(cat "$STEP_FILE" 2>/dev/null || true)
+  stop_ticker
+  rm -f "$STEP_FILE"
+  if [ -t 2 ]; then printf '\r\033[K' >&2; fi
+  if [ "$code" != 0 ]; then
+    printf '[install-testenv] FAILED after %s while %s\n' "$(elapsed)" "${what:-starting}" >&2
+    printf '[install-testenv] full log: %s — its last lines:\n' "$LOG" >&2
+    tail -n 25 "$LOG" | sed 's/^/    /' >&2
+  fi
+}
+trap finish EXIT
+# Runs a command with its output in the log only.
+quietly() {
+  "$@" >>"$LOG" 2>&1
+}
+# A new step: named on the progress line, headed in the log, and named again if it fails.
+begin() {
+  printf '\n=== %s (%s)\n' "$*" "$(elapsed)" >>"$LOG"
+  step "$*"
 }
 
-mkdir -p "$ASSETS"
+apt_updated=0
+apt_update() {
+  if [ "$apt_updated" = 0 ]; then quietly $SUDO apt-get update -q; apt_updated=1; fi
+}
 
 # --- etcd -------------------------------------------------------------------------------------------
 if [ ! -x "$ASSETS/etcd" ]; then
   if [ ! -x /usr/bin/etcd ]; then
-    log "installing etcd-server from Debian"
+    begin "installing etcd-server from Debian"
     apt_update
-    $SUDO apt-get install -y -qq --no-install-recommends etcd-server >&2
-    # The package starts a system etcd on 2379; we never use it, and it must not hold ports or disk.
-    $SUDO systemctl disable --now etcd >/dev/null 2>&1 || true
-    $SUDO pkill -x etcd >/dev/null 2>&1 || true
+    quietly $SUDO apt-get install -y -q --no-install-recommends etcd-server
+    # The package starts its own etcd service on 2379; we never use it. Stop and disable that service
+    # by its unit (or init script) only: any other etcd on this machine is someone else's.
+    if [ -d /run/systemd/system ]; then
+      quietly $SUDO systemctl disable --now etcd.service || true
+    elif [ -x /etc/init.d/etcd ]; then
+      quietly $SUDO /etc/init.d/etcd stop || true
+      quietly $SUDO update-rc.d etcd disable || true
+    fi
   fi
   ln -sf /usr/bin/etcd "$ASSETS/etcd"
 fi
 
 # --- kube-apiserver + kube-controller-manager ---------------------------------------------------------
 if [ ! -x "$ASSETS/kube-apiserver" ] || [ ! -x "$ASSETS/kube-controller-manager" ]; then
-  log "building kube-apiserver and kube-controller-manager v${K8S_VERSION} from Debian's source package (about 9 minutes on 2 cores, once per machine)"
-  # deb-src for the same suites as the machine's binary sources.
-  if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ 2>/dev/null && ! grep -qs '^deb-src' /etc/apt/sources.list 2>/dev/null; then
-    $SUDO tee /etc/apt/sources.list.d/migration-controller-src.sources >/dev/null <<'SRC'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
+  if ! has_deb_src; then
+    begin "adding deb-src entries copied from the machine's apt sources"
+    src_stanzas=$(derive_deb_src_sources)
+    src_lines=$(derive_deb_src_list)
+    if [ -z "$src_stanzas" ] && [ -z "$src_lines" ]; then
+      echo "no enabled 'deb' source in $APT_ETC/sources.list or $APT_ETC/sources.list.d/ to derive deb-src from" >>"$LOG"
+      exit 1
+    fi
+    if [ -n "$src_stanzas" ]; then printf '%s\n' "$src_stanzas" | $SUDO tee "$APT_ETC/sources.list.d/migration-controller-src.sources" >>"$LOG"; fi
+    if [ -n "$src_lines" ]; then printf '%s\n' "$src_lines" | $SUDO tee "$APT_ETC/sources.list.d/migration-controller-src.list" >>"$LOG"; fi
     apt_updated=0
   fi
+  begin "installing Go and the build tools from Debian"
   apt_update
-  $SUDO apt-get install -y -qq --no-install-recommends golang-go rsync dpkg-dev make \
-    golang-github-modern-go-reflect2-dev >&2
+  quietly $SUDO apt-get install -y -q --no-install-recommends golang-go rsync dpkg-dev make \
+    golang-github-modern-go-reflect2-dev
 
   BUILD="${CACHE_ROOT}/build"
   rm -rf "$BUILD"
   mkdir -p "$BUILD"
   (
     cd "$BUILD"
-    apt-get source --download-only kubernetes >&2
+    begin "downloading Debian's kubernetes source package"
+    quietly apt-get source --download-only kubernetes
     orig=$(ls kubernetes_*.orig.tar.* | head -n 1)
-    tar -xf "$orig"
+    quietly tar -xf "$orig"
     src=$(find . -maxdepth 1 -type d -name 'kubernetes-*' | head -n 1)
     cd "$src"
     # Required fix: the vendored reflect2 v1.0.1 crashes Go >= 1.18 binaries ("fatal error: fault" in
@@ -87,8 +201,9 @@ SRC
     mkdir -p .go/src/k8s.io
     ln -sfn ../../.. .go/src/k8s.io/kubernetes
     mkdir -p "$BUILD/home"
+    begin "compiling kube-apiserver and kube-controller-manager v${K8S_VERSION}"
     GOPATH="$PWD/.go" GO111MODULE=off CGO_ENABLED=0 HOME="$BUILD/home" GOFLAGS= \
-      make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" >&2
+      quietly make WHAT="cmd/kube-apiserver cmd/kube-controller-manager"
     install -m 0755 _output/bin/kube-apiserver "$ASSETS/kube-apiserver"
     install -m 0755 _output/bin/kube-controller-manager "$ASSETS/kube-controller-manager"
   )
@@ -99,6 +214,9 @@ if [ -x /usr/bin/kubectl ] && [ ! -e "$ASSETS/kubectl" ]; then
   ln -sf /usr/bin/kubectl "$ASSETS/kubectl"
 fi
 
-"$ASSETS/kube-apiserver" --version >&2
-log "assets ready in $ASSETS"
+printf '%s' "checking the built kube-apiserver" >"$STEP_FILE"
+quietly "$ASSETS/kube-apiserver" --version
+stop_ticker
+if [ -t 2 ]; then printf '\r\033[K' >&2; fi
+printf '[install-testenv] control plane v%s ready in %s (%s)\n' "$K8S_VERSION" "$(elapsed)" "$ASSETS" >&2
 echo "$ASSETS"
