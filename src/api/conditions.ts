@@ -4,6 +4,15 @@
 export const CONDITION_READY = 'Ready';
 export const CONDITION_VALIDATED = 'Validated';
 export const CONDITION_TRANSFERRED = 'Transferred';
+/**
+ * A task's end, either way (as a Job's Complete/Failed pair, folded into one): True once every VM is
+ * terminal, with Ready's reason (Succeeded, PartiallyFailed or the failure reason); False while any VM
+ * runs. `kubectl wait --for=condition=Finished` therefore returns at once on a failure too, and Ready
+ * then tells which end it was.
+ */
+export const CONDITION_FINISHED = 'Finished';
+/** Finished=False while the task runs. */
+export const REASON_IN_PROGRESS = 'InProgress';
 
 export const SourceReason = {
   Connected: 'Connected',

@@ -67,3 +67,23 @@ test('while waiting on the source the task is Pending with that reason; lastTran
 test('aggregate progress weighs VMs by bytes', () => {
   assert.equal(aggregateProgress([vm('a', 'Transferring', { bytesTotal: 300, bytesDone: 150 }), vm('b', 'Succeeded', { bytesTotal: 100, bytesDone: 0 })]), 62.5);
 });
+
+test('Finished turns True on any terminal outcome with the outcome as its reason, and stays False with InProgress while a VM runs', () => {
+  const finished = (s: ReturnType<typeof deriveTaskStatus>) => s.conditions!.find((c) => c.type === 'Finished')!;
+  const running = deriveTaskStatus({ prev: undefined, vms: [vm('a', 'Succeeded', { plan: 'p' }), vm('b', 'Transferring', { plan: 'q' })], generation: 1, now });
+  assert.deepEqual([finished(running).status, finished(running).reason], ['False', 'InProgress']);
+  const waiting = deriveTaskStatus({ prev: undefined, vms: [], generation: 1, now, waiting: { reason: 'SourceNotReady', message: 'not yet' } });
+  assert.deepEqual([finished(waiting).status, finished(waiting).reason], ['False', 'InProgress']);
+
+  const ok = deriveTaskStatus({ prev: running, vms: [vm('a', 'Succeeded', { plan: 'p' }), vm('b', 'Succeeded', { plan: 'q' })], generation: 1, now: new Date('2026-01-01T02:00:00Z') });
+  assert.deepEqual([finished(ok).status, finished(ok).reason], ['True', 'Succeeded']);
+  assert.equal(finished(ok).lastTransitionTime, '2026-01-01T02:00:00Z');
+
+  const failed = deriveTaskStatus({ prev: running, vms: [vm('a', 'Failed', { reason: 'StorageClassWaitForFirstConsumer', message: 'class local binds WaitForFirstConsumer' })], generation: 1, now });
+  assert.deepEqual([finished(failed).status, finished(failed).reason], ['True', 'StorageClassWaitForFirstConsumer']);
+  assert.match(finished(failed).message, /class local binds WaitForFirstConsumer/);
+  assert.equal(failed.conditions!.find((c) => c.type === 'Ready')!.status, 'False');
+
+  const partial = deriveTaskStatus({ prev: undefined, vms: [vm('a', 'Succeeded', { plan: 'p' }), vm('b', 'Failed', { plan: 'q', reason: 'TransferFailed' })], generation: 1, now });
+  assert.deepEqual([finished(partial).status, finished(partial).reason], ['True', 'PartiallyFailed']);
+});

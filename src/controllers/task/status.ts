@@ -1,5 +1,5 @@
 // Pure derivation of a VMImportTask's phase, conditions and aggregate progress from its per-VM states.
-import { CONDITION_READY, CONDITION_TRANSFERRED, CONDITION_VALIDATED, TaskReason } from '../../api/conditions.ts';
+import { CONDITION_FINISHED, CONDITION_READY, CONDITION_TRANSFERRED, CONDITION_VALIDATED, REASON_IN_PROGRESS, TaskReason } from '../../api/conditions.ts';
 import type { TaskPhase, VMImportTaskStatus, VMPhase, VMStatus } from '../../api/types.ts';
 import { setCondition } from '../../runtime/status.ts';
 
@@ -109,6 +109,15 @@ export function deriveTaskStatus(i: DeriveInput): VMImportTaskStatus {
     readyMessage = parts.join('; ');
   }
   conds = setCondition(conds, { type: CONDITION_READY, status: phase === 'Succeeded' ? 'True' : 'False', reason: readyReason, message: readyMessage }, now, i.generation);
+  // Finished: the end either way, carrying the outcome's reason (what `kubectl wait` keys on).
+  conds = setCondition(
+    conds,
+    terminal
+      ? { type: CONDITION_FINISHED, status: 'True', reason: readyReason, message: readyMessage }
+      : { type: CONDITION_FINISHED, status: 'False', reason: REASON_IN_PROGRESS, message: `the import is still running (phase ${phase})` },
+    now,
+    i.generation,
+  );
 
   // Validated
   // Preflight verdicts: a VM that passed gets its Plan name; one that failed never does.
