@@ -92,6 +92,27 @@ export interface VMImportSourceStatus {
   hosts?: SourceHostStatus[];
   /** Number of VMs the inventory reports (published in the inventory ConfigMap). */
   vmCount?: number;
+  /** The VMs the source sees, for tenants (who cannot read ConfigMaps on Cozystack): bounded. */
+  inventory?: SourceInventoryStatus;
+}
+
+/** One VM of the source's inventory, as a tenant needs it to write a task. */
+export interface SourceInventoryVM {
+  /** Managed-object reference (vm-N): what `spec.vms[].id` of a task names. */
+  id: string;
+  name: string;
+  /** Inventory folder path. */
+  path: string;
+}
+
+export interface SourceInventoryStatus {
+  /** VMs the inventory reports. */
+  total: number;
+  /** Entries in `vms` (fewer than total when truncated). */
+  listed: number;
+  /** True when `vms` holds only the first `listed` VMs (ordered by path, name, id). */
+  truncated: boolean;
+  vms: SourceInventoryVM[];
 }
 
 export interface VMImportSource {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import forge from 'node-forge';
-import { InventoryClient, pickerList, type InventoryError } from './inventory.ts';
+import { InventoryClient, pickerList, statusInventory, type InventoryError } from './inventory.ts';
 
 function makeCA(cn: string): { cert: forge.pki.Certificate; key: forge.pki.rsa.PrivateKey; pem: string } {
   const keys = forge.pki.rsa.generateKeyPair(2048);
@@ -92,4 +92,21 @@ test('the picker list is id/name/path, sorted, and capped with the total', () =>
   assert.equal(r.total, 7);
   assert.deepEqual(r.items[0], { id: 'vm-6', name: 'n0', path: '/dc/vm/n0' });
   assert.equal(pickerList(vms, 5000).truncated, false);
+});
+
+test('the status inventory lists VMs by path, name and id, cut at a VM count or a byte budget with truncated and both counts', () => {
+  const vms = [
+    { id: 'vm-3', name: 'c', path: '/dc/vm/b/c' },
+    { id: 'vm-1', name: 'a', path: '/dc/vm/a/a' },
+    { id: 'vm-2', name: 'b', path: '/dc/vm/a/b' },
+  ];
+  const whole = statusInventory(vms, 10, 10_000);
+  assert.deepEqual(whole, { total: 3, listed: 3, truncated: false, vms: [vms[1], vms[2], vms[0]] });
+  const byCount = statusInventory(vms, 2, 10_000);
+  assert.deepEqual([byCount.total, byCount.listed, byCount.truncated, byCount.vms.map((v) => v.id)], [3, 2, true, ['vm-1', 'vm-2']]);
+  // Each entry is about 45 bytes of JSON: 100 bytes hold two.
+  const byBytes = statusInventory(vms, 10, 100);
+  assert.deepEqual([byBytes.listed, byBytes.truncated], [2, true]);
+  assert.ok(Buffer.byteLength(JSON.stringify(byBytes.vms)) <= 100);
+  assert.deepEqual(statusInventory([], 10, 100), { total: 0, listed: 0, truncated: false, vms: [] });
 });

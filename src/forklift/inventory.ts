@@ -199,3 +199,22 @@ export function pickerList(vms: InventoryVMSummary[], cap: number): { items: Arr
     .sort((a, b) => a.path.localeCompare(b.path) || a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
   return { items: items.slice(0, cap), truncated: items.length > cap, total: items.length };
 }
+
+/**
+ * The inventory as published in a VMImportSource's status: the picker list (ordered by path, name, id)
+ * cut at `maxItems` entries and at `maxBytes` of JSON, whichever comes first, with counts and a
+ * truncation flag. Pure.
+ */
+export function statusInventory(vms: InventoryVMSummary[], maxItems: number, maxBytes: number): { total: number; listed: number; truncated: boolean; vms: Array<{ id: string; name: string; path: string }> } {
+  const all = pickerList(vms, Number.MAX_SAFE_INTEGER).items;
+  const out: Array<{ id: string; name: string; path: string }> = [];
+  let bytes = 2;
+  for (const v of all) {
+    if (out.length >= maxItems) break;
+    const size = Buffer.byteLength(JSON.stringify(v)) + 1;
+    if (bytes + size > maxBytes) break;
+    bytes += size;
+    out.push(v);
+  }
+  return { total: all.length, listed: out.length, truncated: out.length < all.length, vms: out };
+}

@@ -18,7 +18,7 @@ import {
 } from '../../api/labels.ts';
 import { API_VERSION, KIND_SOURCE, type VMImportSource } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
-import { InventoryClient, InventoryError, pickerList } from '../../forklift/inventory.ts';
+import { InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import {
   destinationProviderName,
   hostObjectName,
@@ -48,6 +48,13 @@ export const SOURCE_CONTROLLER = 'vmimportsource';
  * of id/name/path stay well under it even with long folder paths.
  */
 export const INVENTORY_CAP = 5000;
+/**
+ * The inventory in the source's status holds at most this many VMs and this many bytes of JSON: every
+ * status write and watch event carries the whole object, which etcd caps at 1.5 MiB, and each entry
+ * will grow (per-VM readiness facts). Beyond it, `truncated` is true and `total` still counts them all.
+ */
+export const STATUS_INVENTORY_MAX_VMS = 500;
+export const STATUS_INVENTORY_MAX_BYTES = 96 * 1024;
 /** Key of the VM list in the inventory ConfigMap (JSON array of {id, name, path}). */
 export const INVENTORY_KEY = 'vms.json';
 // While Forklift has not decided (Connecting), look again every 30 s in case an event was missed; once
@@ -277,6 +284,7 @@ async function publishInventory(cfg: ControllerConfig, deps: SourceReconcilerDep
     return false;
   }
   const list = pickerList(vms, INVENTORY_CAP);
+  obs.inventory = statusInventory(vms, STATUS_INVENTORY_MAX_VMS, STATUS_INVENTORY_MAX_BYTES);
   const ns = src.metadata.namespace!;
   const desired: KubeObject & { data: Record<string, string> } = {
     apiVersion: 'v1',

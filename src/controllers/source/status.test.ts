@@ -59,3 +59,13 @@ test('no password ever appears in the status', () => {
   assert.doesNotMatch(text, /secret-pw|esx-secret/);
   assert.equal(st.conditions![0]!.reason, 'AuthenticationFailed');
 });
+
+test('a Ready source publishes the inventory read on this pass, keeps the last one when none was read, and a source not Ready publishes none', () => {
+  const inv = { total: 1, listed: 1, truncated: false, vms: [{ id: 'vm-1', name: 'a', path: '/a' }] };
+  const fresh = deriveSourceStatus({ source: source(), now, provider: readyProvider, inventory: inv });
+  assert.deepEqual(fresh.inventory, inv);
+  const kept = deriveSourceStatus({ source: source([], fresh), now, provider: readyProvider });
+  assert.deepEqual(kept.inventory, inv);
+  const gated = deriveSourceStatus({ source: source([], fresh), now, gate: { reason: 'VDDKNotConfigured', message: 'no VDDK' } });
+  assert.equal(gated.inventory, undefined);
+});

@@ -19,6 +19,8 @@ export interface SourceObservation {
   hosts?: Record<string, KubeObject | undefined>;
   /** VMs published in the inventory ConfigMap. */
   vmCount?: number;
+  /** The bounded inventory read on this pass (absent: not read now; the previous one is kept). */
+  inventory?: VMImportSourceStatus['inventory'];
 }
 
 export function deriveVerdict(o: SourceObservation): Verdict & { hosts: SourceHostStatus[] } {
@@ -66,5 +68,9 @@ export function deriveSourceStatus(o: SourceObservation): VMImportSourceStatus {
   }
   if (v.hosts.length) status.hosts = v.hosts;
   if (v.ready && o.vmCount !== undefined) status.vmCount = o.vmCount;
+  // A pass that could not read the inventory (still loading, a transient error) keeps the last list
+  // rather than blanking what tenants pick VMs from; a source that is not Ready publishes none.
+  const inventory = o.inventory ?? prev?.inventory;
+  if (v.ready && inventory) status.inventory = inventory;
   return status;
 }
