@@ -152,7 +152,7 @@ function restrictedViolations(pod: Record<string, unknown>): string[] {
     const caps = (sc.capabilities ?? {}) as { drop?: string[]; add?: string[] };
     if (!caps.drop?.includes('ALL')) out.push(`${name} does not drop ALL capabilities`);
     for (const a of caps.add ?? []) if (a !== 'NET_BIND_SERVICE') out.push(`${name} adds ${a}`);
-    // Not part of "restricted" itself, but required by this project's brief.
+    // Not part of "restricted" itself: a read-only root filesystem leaves an attacker nowhere to write.
     if (sc.readOnlyRootFilesystem !== true) out.push(`${name} root filesystem writable`);
     for (const p of (c.ports as Array<{ hostPort?: number }>) ?? []) if (p.hostPort) out.push(`${name} hostPort`);
   }
