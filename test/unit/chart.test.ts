@@ -473,3 +473,10 @@ test('helm is extracted from the devDependency, not downloaded', () => {
   assert.ok(path.startsWith(join(ROOT, 'node_modules')), path);
   assert.match(helm(['version', '--short']).stdout, /^v\d+\.\d+\.\d+/);
 });
+
+test('the chart runs by default exactly the image `npm run image` builds', () => {
+  const built = execFileSync('bash', [join(ROOT, 'scripts/build-image.sh'), '--print-ref'], { encoding: 'utf8' }).trim();
+  assert.equal(deployment(render()).container.image, built);
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  assert.match(pkg.scripts.image ?? '', /scripts\/build-image\.sh/);
+});
