@@ -1,43 +1,37 @@
-// CLI entry: `node src/main.ts --kubeconfig ~/.kube/config` (or in-cluster with no flags).
-import { ConfigError, parseConfig } from './config.ts';
-import { runController } from './runtime/app.ts';
+// CLI entry: `node src/main.ts --kubeconfig ~/.kube/config` (or in-cluster with no flags); the image runs
+// dist/main.js. It imports nothing but node: modules and the version check, so an unsupported runtime is
+// refused with a clear message before any library (which may not even load there) is evaluated.
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { runtimeProblem } from './node-version.ts';
 
-export type { ControllerConfig } from './config.ts';
-export { parseConfig } from './config.ts';
-export { runController } from './runtime/app.ts';
-
-async function main(): Promise<void> {
-  let cfg;
+/**
+ * Whether this module is the process's entry point. `import.meta.main` (Node.js >= 24.2) is undefined on
+ * older runtimes; the argv comparison answers there too, so an old runtime is refused below instead of
+ * exiting 0 having done nothing.
+ */
+function isEntryPoint(): boolean {
+  const meta = import.meta as ImportMeta & { main?: boolean };
+  if (typeof meta.main === 'boolean') return meta.main;
+  const argv1 = process.argv[1];
+  if (!argv1) return false;
   try {
-    cfg = parseConfig(process.argv.slice(2), process.env);
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      console.error(e.message);
-      process.exit(2);
-    }
-    throw e;
+    return realpathSync(argv1) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
   }
-  const ac = new AbortController();
-  const ctl = await runController(cfg, {
-    signal: ac.signal,
-    // Losing the lease: the controller has already stopped reconciling; exit non-zero so the pod restarts
-    // as a fresh standby.
-    onLostLease: () => process.exit(1),
-  });
-  let signals = 0;
-  const onSignal = (sig: NodeJS.Signals): void => {
-    signals++;
-    if (signals > 1) process.exit(130); // a second signal: the operator insists
-    console.error(JSON.stringify({ level: 'info', msg: `received ${sig}; shutting down` }));
-    void ctl.stop().then(() => process.exit(0));
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
 }
 
-if (import.meta.main) {
-  main().catch((e: Error) => {
-    console.error(JSON.stringify({ level: 'fatal', msg: 'controller failed to start', err: e.message }));
+if (isEntryPoint()) {
+  const problem = runtimeProblem(process.version);
+  if (problem) {
+    console.error(JSON.stringify({ level: 'fatal', msg: problem }));
     process.exit(1);
-  });
+  }
+  import('./cli.ts')
+    .then((cli) => cli.main())
+    .catch((e: Error) => {
+      console.error(JSON.stringify({ level: 'fatal', msg: 'controller failed to start', err: e.message }));
+      process.exit(1);
+    });
 }

@@ -34,7 +34,7 @@ export const FAILURE_RULES: readonly Rule[] = [
   {
     match: /AwaitingVDDK|VDDKInitImageUnavailable|VDDKInvalid|vddk.*(not (set|configured)|image)/i,
     reason: TaskReason.VDDKNotConfigured,
-    advice: () => 'no usable VDDK image is configured for the source; the platform operator must set vmImport.vddkImage to an image built from VMware\'s VDDK, then create a new task',
+    advice: () => 'no usable VDDK image is configured for the source; the platform operator must set the migration-controller chart value vddkImage to an image built from VMware\'s VDDK, then create a new task',
   },
   {
     match: /x509|certificate signed by unknown authority|certificate has expired/i,

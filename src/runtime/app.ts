@@ -57,18 +57,21 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics })) manager.register(r);
 
   let elector: LeaderElector | undefined;
-  const role = (): string => (elector ? (elector.isLeader() ? 'leader' : 'standby') : 'disabled');
+  // The webhook is stateless and served by every replica, leader or standby.
+  let webhook: ControllerWebhook | undefined;
+  const role = (): string => (elector ? (elector.isLeader() ? 'leader' : 'standby') : 'disabled') + (webhook ? ', webhook serving' : '');
+  // Ready = this replica can do its part: every replica serves the admission webhook (the Service routes
+  // the API server's calls to ready replicas only, and the webhook fails closed), and its caches are synced.
+  const ready = (): boolean => (cfg.webhookMode === 'off' || webhook !== undefined) && manager.ready();
   const servers: HealthServer[] = [];
-  const health = await startHealthServer(cfg.healthPort, { ready: () => manager.ready(), role, registry: metrics.registry });
+  const health = await startHealthServer(cfg.healthPort, { ready, role, registry: metrics.registry });
   servers.push(health);
   let metricsServer = health;
   if (cfg.metricsPort !== cfg.healthPort || cfg.metricsPort === 0) {
-    metricsServer = await startHealthServer(cfg.metricsPort, { ready: () => manager.ready(), role, registry: metrics.registry });
+    metricsServer = await startHealthServer(cfg.metricsPort, { ready, role, registry: metrics.registry });
     servers.push(metricsServer);
   }
 
-  // The webhook is stateless and served by every replica, leader or standby.
-  let webhook: ControllerWebhook | undefined;
   try {
     webhook = await startControllerWebhook(cfg, client, log.child({ component: 'webhook' }));
   } catch (e) {

@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 
 export interface HealthSources {
   ready: () => boolean;
-  /** 'leader' | 'standby' | 'disabled' — reported on /readyz; a standby is ready too. */
+  /** 'leader' | 'standby' | 'disabled' (+ ', webhook serving') — reported on /readyz; a standby is ready too. */
   role: () => string;
   registry: Registry;
 }
@@ -25,7 +25,7 @@ export async function startHealthServer(port: number, src: HealthSources, host =
     }
     if (path === '/readyz') {
       const ok = src.ready();
-      res.writeHead(ok ? 200 : 503, { 'Content-Type': 'text/plain' }).end(ok ? `ok (${src.role()})` : 'caches not synced');
+      res.writeHead(ok ? 200 : 503, { 'Content-Type': 'text/plain' }).end(ok ? `ok (${src.role()})` : `not ready (${src.role()}): webhook or caches not up yet`);
       return;
     }
     if (path === '/metrics') {

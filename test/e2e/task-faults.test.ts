@@ -100,7 +100,7 @@ test('a DataVolume waiting for a VDDK image forever fails the VM with VDDKNotCon
   const t = await waitForEnd(ns);
   const v = t.status!.vms![0]!;
   assert.equal(v.reason, 'VDDKNotConfigured', v.message);
-  assert.match(v.message!, /vmImport\.vddkImage/);
+  assert.match(v.message!, /chart value vddkImage/);
   assert.match(v.message!, /AwaitingVDDK/);
   const mig = (await c.list(GVRs.Migration, ns)).items[0] as KubeObject & { spec?: { cancel?: Array<{ id: string }> } };
   assert.deepEqual(mig.spec?.cancel, [{ id: 'vm-3' }]);

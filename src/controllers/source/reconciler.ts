@@ -185,7 +185,7 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
   if (!cfg.vddkImage) {
     return {
       reason: SourceReason.VDDKNotConfigured,
-      message: 'No VDDK image is configured for this platform (vmImport.vddkImage): vSphere imports are unavailable. Nothing was created for this source; ask the platform operator to configure one.',
+      message: 'No VDDK image is configured for this platform (the migration-controller chart value vddkImage): vSphere imports are unavailable. Nothing was created for this source; ask the platform operator to configure one.',
     };
   }
   if (!ctx.installed(GVRs.Provider) || !ctx.installed(GVRs.Host)) {

@@ -32,6 +32,13 @@ export interface ControlPlaneOptions {
   startTimeoutMs?: number;
   /** Prefix printed on log lines of the harness itself. */
   quiet?: boolean;
+  /**
+   * Serve Services the way a cluster without kube-proxy can: the API server calls a Service-backed
+   * webhook at an address from the Service's Endpoints (--enable-aggregator-routing), and
+   * kube-controller-manager's endpoints controller is off, so the test writes those Endpoints (it plays
+   * the kubelet and the endpoints controller for processes it runs itself).
+   */
+  serviceRoutingByTest?: boolean;
 }
 
 export interface ControlPlaneInfo {
@@ -297,6 +304,7 @@ export class ControlPlane {
         '--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,DefaultStorageClass,ResourceQuota,MutatingAdmissionWebhook,ValidatingAdmissionWebhook',
         '--advertise-address=127.0.0.1',
       ];
+      if (opts.serviceRoutingByTest) apiArgs.push('--enable-aggregator-routing=true');
       if (opts.auditLog) {
         const policy = join(ad, 'audit-policy.yaml');
         writeFileSync(policy, YAML.stringify({ apiVersion: 'audit.k8s.io/v1', kind: 'Policy', rules: [{ level: 'Metadata' }] }));
@@ -316,7 +324,7 @@ export class ControlPlane {
         `--service-account-private-key-file=${join(ad, 'sa.key')}`,
         `--root-ca-file=${join(ad, 'ca.crt')}`,
         '--use-service-account-credentials=false',
-        '--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service',
+        `--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service${opts.serviceRoutingByTest ? ',-endpoint' : ''}`,
         `--pvclaimbinder-sync-period=${opts.pvSyncPeriod ?? '1s'}`,
       ]);
       // Ready when the service-account token controller has populated the default namespace's account.
