@@ -69,3 +69,45 @@ test('the script names no package host and never kills processes by name', () =>
   // The one kill it does is of its own progress ticker, by pid.
   assert.deepEqual([...code.matchAll(/\bkill\b[^\n]*/g)].map((m) => m[0]), ['kill "$TICKER_PID" 2>/dev/null || true']);
 });
+
+// As root the script runs apt-get directly (the stand-in below); otherwise it would go through sudo.
+const notRoot = process.getuid?.() !== 0 ? 'runs only as root: the script calls apt-get through sudo otherwise' : false;
+
+test('a failing first build is quiet: one progress line per step on a non-terminal, package-manager output only in the log, which the failure names with its last lines', { skip: notRoot }, () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'testenv-quiet-'));
+  try {
+    // A machine whose package manager fails after printing its usual chatter; etcd counts as installed
+    // (a stand-in binary) so the run goes straight to the control-plane build.
+    const bin = join(tmp, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'apt-get'), '#!/bin/sh\necho "Reading package lists... Done"\necho "E: Unable to locate package golang-go" >&2\nexit 100\n', { mode: 0o755 });
+    const etc = join(tmp, 'apt');
+    mkdirSync(join(etc, 'sources.list.d'), { recursive: true });
+    writeFileSync(join(etc, 'sources.list'), 'deb http://mirror.example.org/debian bookworm main\n');
+    const cache = join(tmp, 'cache');
+    const assets = join(cache, 'migration-controller', 'k8s-1.20.2');
+    mkdirSync(assets, { recursive: true });
+    writeFileSync(join(assets, 'etcd'), '#!/bin/sh\n', { mode: 0o755 });
+    const r = spawnSync('bash', [SCRIPT], {
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, XDG_CACHE_HOME: cache, MC_APT_ETC: etc, KUBEBUILDER_ASSETS: '' },
+      encoding: 'utf8',
+      input: '',
+    });
+    assert.notEqual(r.status, 0);
+    assert.equal(r.stdout, '', 'nothing on stdout but the assets folder, and there is none');
+    const lines = r.stderr.trimEnd().split('\n');
+    const progress = lines.filter((l) => l.startsWith('[install-testenv] building the local control plane'));
+    assert.ok(progress.length >= 1 && progress.every((l) => / … \d+m\d\ds$/.test(l)), r.stderr);
+    const log = join(cache, 'migration-controller', 'install-testenv.log');
+    assert.match(r.stderr, new RegExp(`FAILED after \\d+m\\d\\ds while installing Go`));
+    assert.ok(r.stderr.includes(`full log: ${log}`), r.stderr);
+    // The chatter is in the log (and quoted in the failure's tail), never printed as it happens.
+    const unquoted = lines.filter((l) => !l.startsWith('    '));
+    assert.ok(!unquoted.some((l) => /Reading package lists|Unable to locate/.test(l)), r.stderr);
+    assert.match(readFileSync(log, 'utf8'), /Reading package lists... Done/);
+    // The deb-src entries were derived from the machine's sources, not a named host.
+    assert.equal(readFileSync(join(etc, 'sources.list.d', 'migration-controller-src.list'), 'utf8'), 'deb-src http://mirror.example.org/debian bookworm main\n');
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+});
