@@ -90,7 +90,8 @@ LOG="${CACHE_ROOT}/install-testenv.log"
 START=$(date +%s)
 STEP_FILE="${CACHE_ROOT}/.install-testenv.step"
 TICKER_PID=""
-HEADLINE="building the local control plane, once per machine (about 9 minutes on 2 cores)"
+# Kept short: the redrawn line must fit one terminal row, or each redraw leaves a wrapped remnant.
+HEADLINE="once, ~9 min"
 
 elapsed() {
   local s=$(( $(date +%s) - START ))
@@ -109,11 +110,11 @@ step() {
   printf '%s' "$*" >"$STEP_FILE"
   if [ -t 2 ]; then
     if [ -z "$TICKER_PID" ]; then
-      ( while :; do printf '\r\033[K[install-testenv] %s: %s … %s' "$HEADLINE" "$(cat "$STEP_FILE" 2>/dev/null)" "$(elapsed)" >&2; sleep 1; done ) &
+      ( while :; do printf '\r\033[K[testenv] %s  %s (%s)' "$(elapsed)" "$(cat "$STEP_FILE" 2>/dev/null)" "$HEADLINE" >&2; sleep 1; done ) &
       TICKER_PID=$!
     fi
   else
-    printf '[install-testenv] %s: %s … %s\n' "$HEADLINE" "$*" "$(elapsed)" >&2
+    printf '[testenv] %s  %s (%s)\n' "$(elapsed)" "$*" "$HEADLINE" >&2
   fi
 }
 finish() {
@@ -123,8 +124,8 @@ finish() {
   rm -f "$STEP_FILE"
   if [ -t 2 ]; then printf '\r\033[K' >&2; fi
   if [ "$code" != 0 ]; then
-    printf '[install-testenv] FAILED after %s while %s\n' "$(elapsed)" "${what:-starting}" >&2
-    printf '[install-testenv] full log: %s — its last lines:\n' "$LOG" >&2
+    printf '[testenv] FAILED after %s while %s\n' "$(elapsed)" "${what:-starting}" >&2
+    printf '[testenv] full log: %s — its last lines:\n' "$LOG" >&2
     tail -n 25 "$LOG" | sed 's/^/    /' >&2
   fi
 }
@@ -147,7 +148,7 @@ apt_update() {
 # --- etcd -------------------------------------------------------------------------------------------
 if [ ! -x "$ASSETS/etcd" ]; then
   if [ ! -x /usr/bin/etcd ]; then
-    begin "installing etcd-server from Debian"
+    begin "installing etcd-server"
     apt_update
     quietly $SUDO apt-get install -y -q --no-install-recommends etcd-server
     # The package starts its own etcd service on 2379; we never use it. Stop and disable that service
@@ -165,7 +166,7 @@ fi
 # --- kube-apiserver + kube-controller-manager ---------------------------------------------------------
 if [ ! -x "$ASSETS/kube-apiserver" ] || [ ! -x "$ASSETS/kube-controller-manager" ]; then
   if ! has_deb_src; then
-    begin "adding deb-src entries copied from the machine's apt sources"
+    begin "adding deb-src from apt sources"
     src_stanzas=$(derive_deb_src_sources)
     src_lines=$(derive_deb_src_list)
     if [ -z "$src_stanzas" ] && [ -z "$src_lines" ]; then
@@ -176,7 +177,7 @@ if [ ! -x "$ASSETS/kube-apiserver" ] || [ ! -x "$ASSETS/kube-controller-manager"
     if [ -n "$src_lines" ]; then printf '%s\n' "$src_lines" | $SUDO tee "$APT_ETC/sources.list.d/migration-controller-src.list" >>"$LOG"; fi
     apt_updated=0
   fi
-  begin "installing Go and the build tools from Debian"
+  begin "installing Go and build tools"
   apt_update
   quietly $SUDO apt-get install -y -q --no-install-recommends golang-go rsync dpkg-dev make \
     golang-github-modern-go-reflect2-dev
@@ -186,7 +187,7 @@ if [ ! -x "$ASSETS/kube-apiserver" ] || [ ! -x "$ASSETS/kube-controller-manager"
   mkdir -p "$BUILD"
   (
     cd "$BUILD"
-    begin "downloading Debian's kubernetes source package"
+    begin "fetching the kubernetes sources"
     quietly apt-get source --download-only kubernetes
     orig=$(ls kubernetes_*.orig.tar.* | head -n 1)
     quietly tar -xf "$orig"
@@ -201,7 +202,7 @@ if [ ! -x "$ASSETS/kube-apiserver" ] || [ ! -x "$ASSETS/kube-controller-manager"
     mkdir -p .go/src/k8s.io
     ln -sfn ../../.. .go/src/k8s.io/kubernetes
     mkdir -p "$BUILD/home"
-    begin "compiling kube-apiserver and kube-controller-manager v${K8S_VERSION}"
+    begin "compiling the API server and controller manager"
     GOPATH="$PWD/.go" GO111MODULE=off CGO_ENABLED=0 HOME="$BUILD/home" GOFLAGS= \
       quietly make WHAT="cmd/kube-apiserver cmd/kube-controller-manager"
     install -m 0755 _output/bin/kube-apiserver "$ASSETS/kube-apiserver"
@@ -218,5 +219,5 @@ printf '%s' "checking the built kube-apiserver" >"$STEP_FILE"
 quietly "$ASSETS/kube-apiserver" --version
 stop_ticker
 if [ -t 2 ]; then printf '\r\033[K' >&2; fi
-printf '[install-testenv] control plane v%s ready in %s (%s)\n' "$K8S_VERSION" "$(elapsed)" "$ASSETS" >&2
+printf '[testenv] control plane v%s ready in %s (%s)\n' "$K8S_VERSION" "$(elapsed)" "$ASSETS" >&2
 echo "$ASSETS"
