@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { vcenter } from '../sim/index.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
+import type { KubeObject } from '../../src/runtime/kube.ts';
+import { patchStatus } from '../../src/runtime/status.ts';
 import { REPO_ROOT, freshNamespace, kubectl, testEnv, waitFor, writeKubeconfig } from './env/index.ts';
 import { applyAs, bootWorld, tenantWithRole, type BootedWorld } from './fixtures.ts';
 
@@ -83,4 +85,25 @@ test("a successful task ends the README's wait with exit code 0 (as the same ten
   const got = (await booted.c.get(GVRs.VMImportTask, ns, 'fine')) as unknown as VMImportTask;
   assert.equal(got.status?.phase, 'Succeeded');
   assert.deepEqual(got.status?.conditions?.filter((c) => c.type === 'Finished' || c.type === 'Ready').map((c) => [c.type, c.status, c.reason]).sort(), [['Finished', 'True', 'Succeeded'], ['Ready', 'True', 'Succeeded']]);
+});
+
+test("a task that ended under a controller without the Finished condition gets it when this controller starts, so the README's wait ends for it too", async () => {
+  // What an earlier controller left: a failed task whose status has Ready=False and no Finished.
+  await booted.ctl.stop();
+  const created = (await booted.c.create(GVRs.VMImportTask, { ...task('earlier', 'tw-fast'), metadata: { name: 'earlier', namespace: ns } } as KubeObject)) as KubeObject;
+  await patchStatus(booted.c, GVRs.VMImportTask, created, {
+    phase: 'Failed',
+    completedAt: '2026-01-02T03:04:05Z',
+    message: '1 of 1 VMs failed',
+    conditions: [{ type: 'Ready', status: 'False', reason: 'TransferFailed', message: '1 of 1 VMs failed: earlier-vm (vm-1): TransferFailed', lastTransitionTime: '2026-01-02T03:04:05Z' }],
+  });
+  await booted.restartController();
+  const out = await sh(readmeOneLiner('earlier', '10m'), 60_000);
+  assert.equal(out.code, 1, `the one-liner should end and fail: ${JSON.stringify(out)}`);
+  const got = (await booted.c.get(GVRs.VMImportTask, ns, 'earlier')) as unknown as VMImportTask;
+  const finished = got.status?.conditions?.find((c) => c.type === 'Finished');
+  assert.deepEqual([finished?.status, finished?.reason, finished?.lastTransitionTime], ['True', 'TransferFailed', '2026-01-02T03:04:05Z']);
+  // A record: nothing else of it changed.
+  assert.equal(got.status?.phase, 'Failed');
+  assert.equal(got.status?.completedAt, '2026-01-02T03:04:05Z');
 });

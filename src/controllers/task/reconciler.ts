@@ -23,7 +23,7 @@ import { patchStatus } from '../../runtime/status.ts';
 import { Expectations } from '../../runtime/expectations.ts';
 import { advertisedAddress, failVM, hostDescription, runPreflight, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
 import { TaskMetrics } from './metrics.ts';
-import { deriveTaskStatus, isTerminalPhase } from './status.ts';
+import { backfillFinished, deriveTaskStatus, isTerminalPhase } from './status.ts';
 import { reconcileHandoff } from '../handoff/index.ts';
 
 export interface TaskReconcilerOptions {
@@ -169,6 +169,9 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       if (isTerminalPhase(task.status?.phase) && task.status?.completedAt) {
         metrics.setStalled(key, []);
         forget(task.metadata.uid ?? '');
+        // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
+        const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
+        if (backfilled) ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
         return {};
       }
       if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { VMStatus } from '../../api/types.ts';
-import { aggregatePhase, aggregateProgress, deriveTaskStatus } from './status.ts';
+import { aggregatePhase, aggregateProgress, backfillFinished, deriveTaskStatus } from './status.ts';
 
 const now = new Date('2026-01-01T01:00:00Z');
 const vm = (id: string, phase: VMStatus['phase'], extra: Partial<VMStatus> = {}): VMStatus => ({ id, name: id, phase, ...extra });
@@ -86,4 +86,19 @@ test('Finished turns True on any terminal outcome with the outcome as its reason
 
   const partial = deriveTaskStatus({ prev: undefined, vms: [vm('a', 'Succeeded', { plan: 'p' }), vm('b', 'Failed', { plan: 'q', reason: 'TransferFailed' })], generation: 1, now });
   assert.deepEqual([finished(partial).status, finished(partial).reason], ['True', 'PartiallyFailed']);
+});
+
+test('a task that ended before Finished existed gets Finished=True from its Ready condition, dated when it completed; nothing else is added twice', () => {
+  const old = {
+    phase: 'Failed' as const,
+    completedAt: '2025-12-24T10:00:00Z',
+    conditions: [{ type: 'Ready', status: 'False' as const, reason: 'HostUnreachable', message: 'host-2 unreachable', lastTransitionTime: '2025-12-24T10:00:00Z', observedGeneration: 1 }],
+  };
+  const s = backfillFinished(old, 1, now)!;
+  const f = s.conditions!.find((c) => c.type === 'Finished')!;
+  assert.deepEqual([f.status, f.reason, f.message, f.lastTransitionTime], ['True', 'HostUnreachable', 'host-2 unreachable', '2025-12-24T10:00:00Z']);
+  assert.deepEqual(s.conditions!.find((c) => c.type === 'Ready'), old.conditions[0]);
+  assert.equal(backfillFinished(s, 1, now), undefined, 'already there');
+  assert.equal(backfillFinished({ phase: 'Transferring', conditions: [] }, 1, now), undefined, 'still running');
+  assert.equal(backfillFinished(undefined, 1, now), undefined);
 });

@@ -158,3 +158,20 @@ export function deriveTaskStatus(i: DeriveInput): VMImportTaskStatus {
   };
   return out;
 }
+
+/**
+ * A task that ended before the Finished condition existed has none, and a terminal task is never
+ * derived again: without it, `kubectl wait --for=condition=Finished` would wait out its timeout on such a
+ * task. Returns its status with Finished=True (Ready's reason and message, transition time completedAt),
+ * or undefined when there is nothing to add. Pure.
+ */
+export function backfillFinished(status: VMImportTaskStatus | undefined, generation: number | undefined, now: Date): VMImportTaskStatus | undefined {
+  if (!status || !isTerminalPhase(status.phase)) return undefined;
+  if (status.conditions?.some((c) => c.type === CONDITION_FINISHED)) return undefined;
+  const ready = status.conditions?.find((c) => c.type === CONDITION_READY);
+  const reason = ready?.reason ?? (status.phase === 'Succeeded' ? TaskReason.Succeeded : TaskReason.Failed);
+  const message = ready?.message ?? status.message ?? `the import ended ${status.phase}`;
+  const at = status.completedAt ?? now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const conditions = setCondition(status.conditions, { type: CONDITION_FINISHED, status: 'True', reason, message, lastTransitionTime: at }, now, ready?.observedGeneration ?? generation);
+  return { ...status, conditions };
+}
