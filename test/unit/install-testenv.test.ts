@@ -96,7 +96,7 @@ test('a failing first build is quiet: one progress line per step on a non-termin
     assert.notEqual(r.status, 0);
     assert.equal(r.stdout, '', 'nothing on stdout but the assets folder, and there is none');
     const lines = r.stderr.trimEnd().split('\n');
-    const progress = lines.filter((l) => /^\[testenv\] \d+m\d\ds  .* \(once, ~9 min\)$/.test(l));
+    const progress = lines.filter((l) => /^\[testenv\] \d+m\d\ds {2}.* \(once, ~9 min\)$/.test(l));
     assert.ok(progress.length >= 1, r.stderr);
     assert.ok(progress.every((l) => l.length <= 80), 'a progress line fits one terminal row');
     const log = join(cache, 'migration-controller', 'install-testenv.log');
