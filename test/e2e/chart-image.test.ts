@@ -12,10 +12,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { networkInterfaces } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import YAML from 'yaml';
 import { ControlPlane, REPO_ROOT, freePort, waitFor, writeKubeconfig } from './env/index.ts';
@@ -224,6 +224,36 @@ after(async () => {
   await cp?.stop();
 });
 
+test('the image archive reads back as the chart\'s default reference: user 65532, read-only root filesystem declared, production dependencies only, nothing writable by its user', async () => {
+  const archive = (await exec('bash', [join(REPO_ROOT, 'scripts/build-image.sh'), '--print-archive'])).stdout.trim();
+  const cfg = await exec('skopeo', ['inspect', '--config', `oci-archive:${archive}`]);
+  assert.equal(cfg.code, 0, cfg.stderr);
+  const config = (JSON.parse(cfg.stdout) as { config: { User: string; Entrypoint: string[]; Labels: Record<string, string> } }).config;
+  assert.equal(config.User, '65532:65532');
+  assert.deepEqual(config.Entrypoint, ['/usr/local/bin/node', '/app/dist/main.js']);
+  assert.equal(config.Labels['io.cozystack.migration-controller.read-only-root-filesystem'], 'true');
+  assert.equal(config.Labels['io.cozystack.migration-controller.run-as-non-root'], 'true');
+  assert.equal(config.Labels['org.opencontainers.image.ref.name'], image);
+  // Inside: the runtime the tests run on, the production dependencies and nothing else, and no file the
+  // controller's user could change (checked without --read-only, so the image itself is what refuses).
+  const probe = `
+    const fs = require('node:fs');
+    let writable = [];
+    for (const p of ['/app/dist/main.js', '/app/node_modules', '/usr/local/bin/node', '/etc/passwd', '/']) { try { fs.accessSync(p, fs.constants.W_OK); writable.push(p); } catch {} }
+    console.log(JSON.stringify({ version: process.version, uid: process.getuid(), dev: JSON.parse(process.argv[1]).filter((p) => fs.existsSync('/app/' + p)), writable }));`;
+  // What package-lock.json installs for development only (dev: true): none of it may be in the image.
+  const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  const devOnly = Object.entries(lock.packages).filter(([path, p]) => path.startsWith('node_modules/') && p.dev).map(([path]) => path);
+  assert.ok(devOnly.includes('node_modules/typescript'));
+  const run = await podman(['run', '--rm', '--network', 'none', '--entrypoint', '/usr/local/bin/node', image, '-e', probe, JSON.stringify(devOnly)], 120_000);
+  assert.equal(run.code, 0, run.stderr);
+  const got = JSON.parse(run.stdout.trim()) as { version: string; uid: number; dev: string[]; writable: string[] };
+  assert.equal(got.version, process.version, 'the image ships the Node.js the tests run on');
+  assert.equal(got.uid, 65532);
+  assert.deepEqual(got.dev, [], 'no development-only package in the image');
+  assert.deepEqual(got.writable, []);
+});
+
 test("helm install with Cozystack's injected values creates two Pods running the image `npm run image` built", async () => {
   const r = await helm([
     'install', RELEASE, CHART, '-n', RELEASE_NS, '--create-namespace',
@@ -278,18 +308,20 @@ test("each replica answers admission reviews with a certificate the webhook conf
   }
 });
 
-test('a tenant holding the aggregated tenant roles imports a VM through the installed controller; the API server calls the webhook through the Service', async () => {
+test("a tenant holding only Cozystack's tenant-admin role imports a VM through the installed controller and waits on its end with the README's one-liner; the API server calls the webhook through the Service", async () => {
   const tenant = cp.info.tenants[0]!;
   tenantKubeconfig = join(cp.info.dir, 'image-tenant.kubeconfig');
   writeKubeconfig(tenantKubeconfig, cp.server, cp.info.caPEM, tenant.name, tenant.token, TENANT_NS);
+  // Cozystack's tenant-admin role, as the platform's tenant chart binds it (the ClusterRoles come from
+  // test/fixtures/cozystack-tenant-roles.yaml, installed with the control plane); the chart installed
+  // above aggregates its tenant roles into it.
   const rbac = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: TENANT_NS } },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'cozy-tenant-admin' }, aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'rbac.cozystack.io/aggregate-to-tenant-view': 'true' } }, { matchLabels: { 'rbac.cozystack.io/aggregate-to-tenant-admin': 'true' } }] }, rules: [] },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'tenant-admin', namespace: TENANT_NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cozy-tenant-admin' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenant.name }] },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'cozy:tenant:admin', namespace: TENANT_NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cozy:tenant:admin' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenant.name }] },
   ];
   const applied = await kubectl(['apply', '-f', '-'], { input: rbac.map((o) => YAML.stringify(o)).join('---\n') });
   assert.equal(applied.code, 0, applied.stderr);
-  await waitFor('the aggregated tenant role to allow creating tasks', async () => (await kubectl(['auth', 'can-i', 'create', 'vmimporttasks.forklift.cozystack.io', '-n', TENANT_NS], { kubeconfig: tenantKubeconfig })).stdout.trim() === 'yes');
+  await waitFor("Cozystack's tenant-admin role (with the chart's rules aggregated) to allow creating tasks", async () => (await kubectl(['auth', 'can-i', 'create', 'vmimporttasks.forklift.cozystack.io', '-n', TENANT_NS], { kubeconfig: tenantKubeconfig })).stdout.trim() === 'yes');
 
   // Through the API server: refused by a replica's webhook, reached through the Service's Endpoints.
   const orphan = { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 'orphan', namespace: TENANT_NS }, spec: { sourceRef: { name: 'nope' }, storageClass: 'replicated', vms: [{ id: 'vm-9' }] } };
@@ -306,13 +338,39 @@ test('a tenant holding the aggregated tenant roles imports a VM through the inst
   const task = { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 'import', namespace: TENANT_NS }, spec: { sourceRef: { name: 'vc' }, vms: [{ id: 'vm-9' }], storageClass: 'replicated' } };
   const t = await kubectl(['apply', '-f', '-'], { kubeconfig: tenantKubeconfig, input: JSON.stringify(task) });
   assert.equal(t.code, 0, `the tenant could not create a VMImportTask: ${t.stderr}`);
-  const wait = await exec(KUBECTL, ['--kubeconfig', tenantKubeconfig, 'wait', '--for=condition=Ready', '-n', TENANT_NS, 'vmimporttask/import', '--timeout=180s'], { timeoutMs: 190_000 });
+  // The README's one-liner, as documented (the task's name and timeout substituted), in the tenant's shell.
+  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+  const m = /^kubectl wait --for=condition=Finished .*\\\n.*$/m.exec(readme);
+  assert.ok(m, 'the README shows a `kubectl wait --for=condition=Finished … && \\` one-liner');
+  const oneLiner = m[0].replaceAll('import-web-tier', 'import').replace(/--timeout=\S+/, '--timeout=180s');
+  const wait = await exec('bash', ['-c', oneLiner], { env: { ...process.env, KUBECONFIG: tenantKubeconfig, PATH: `${dirname(KUBECTL)}:${process.env.PATH}` }, timeoutMs: 190_000 });
   const got = (await admin.get(GVRs.VMImportTask, TENANT_NS, 'import')) as unknown as VMImportTask;
-  assert.equal(wait.code, 0, `kubectl wait failed: ${wait.stderr}\nstatus: ${JSON.stringify(got?.status, null, 1)}\n${logs()}`);
+  assert.equal(wait.code, 0, `the README's wait failed: ${wait.stderr}\nstatus: ${JSON.stringify(got?.status, null, 1)}\n${logs()}`);
   assert.equal(got.status?.phase, 'Succeeded');
   assert.deepEqual(got.status!.vms![0]!.disks?.map((d) => d.vmDisk), ['db-09-disk-0']);
   const inst = (await admin.get(GVRs.VMInstance, TENANT_NS, 'db-09')) as (KubeObject & { spec?: { runStrategy?: string } }) | undefined;
   assert.equal(inst?.spec?.runStrategy, 'Halted');
   // Nothing either replica did was refused by the API server under the chart's RBAC.
   assert.deepEqual(replicas.flatMap((r) => r.log.split('\n').filter((l) => /\bforbidden\b/i.test(l))), []);
+});
+
+test('when the leader stops, the standby takes the lease and the webhook keeps answering through the Service', async () => {
+  const flags = await Promise.all(replicas.map((r) => metric(r, 'migration_controller_leader')));
+  const leader = replicas[flags.indexOf(1)]!;
+  const standby = replicas[flags.indexOf(0)]!;
+  assert.ok(leader && standby, `one leader, one standby: ${JSON.stringify(flags)}`);
+  // A node drain: the leader's Pod is stopped (SIGTERM, then the kubelet's grace period).
+  const stopped = await podman(['stop', '--time', '30', leader.container], 60_000);
+  assert.equal(stopped.code, 0, stopped.stderr);
+  await waitFor('the standby to lead', async () => (await metric(standby, 'migration_controller_leader')) === 1, { timeoutMs: 60_000 }).catch((e: Error) => {
+    throw new Error(`${e.message}\n${logs()}`);
+  });
+  await waitFor('the stopped replica to leave the webhook Endpoints', async () => {
+    const ep = (await admin.get(ENDPOINTS_GVR, RELEASE_NS, `${RELEASE}-webhook`)) as (KubeObject & { subsets?: Array<{ ports: Array<{ port: number }> }> }) | undefined;
+    const ports = (ep?.subsets ?? []).flatMap((x) => x.ports.map((p) => p.port));
+    return ports.length === 1 && ports[0] === standby.webhookPort;
+  }, { timeoutMs: 30_000 });
+  const orphan = { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 'orphan-2', namespace: TENANT_NS }, spec: { sourceRef: { name: 'nope' }, storageClass: 'replicated', vms: [{ id: 'vm-9' }] } };
+  const refused = await kubectl(['create', '-f', '-'], { kubeconfig: tenantKubeconfig, input: JSON.stringify(orphan) });
+  assert.match(refused.stderr, /admission webhook "vmimporttask\.forklift\.cozystack\.io" denied the request: .*VMImportSource "nope" does not exist/, 'the remaining replica answers');
 });

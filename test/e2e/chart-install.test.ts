@@ -1,7 +1,7 @@
 // The Helm chart, installed for real: `helm install` into a PRIVATE control plane (the shared one already
 // carries our CRDs from installOurCRDs, which Helm refuses to adopt), then the controller runs as a local
 // process with a TokenRequest token of the chart's ServiceAccount, so every request it makes is judged by
-// the chart's RBAC. A tenant bound to the aggregated tenant role creates a source and a task and cannot
+// the chart's RBAC. A tenant holding Cozystack's tenant-admin role (the chart's rules aggregated) creates a source and a task and cannot
 // see the Forklift objects the task builds.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -129,19 +129,19 @@ test("the controller, running with a token of the chart's ServiceAccount, import
   controller.stdout!.setEncoding('utf8').on('data', (c: string) => (controllerLog += c));
   controller.stderr!.setEncoding('utf8').on('data', (c: string) => (controllerLog += c));
 
-  // The tenant: bound in its namespace to a role aggregating the chart's tenant ClusterRoles, as
-  // Cozystack's own tenant roles do (rbac.cozystack.io/aggregate-to-tenant-view / -admin).
+  // The tenant: bound in its namespace to Cozystack's tenant-admin role (the ClusterRoles of
+  // test/fixtures/cozystack-tenant-roles.yaml, installed with the control plane), into which the
+  // installed chart's tenant roles aggregate.
   const tenant = cp.info.tenants[0]!;
   tenantKubeconfig = join(cp.info.dir, 'chart-tenant.kubeconfig');
   writeKubeconfig(tenantKubeconfig, cp.server, cp.info.caPEM, tenant.name, tenant.token, TENANT_NS);
   const rbac = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: TENANT_NS } },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'cozy-tenant-admin' }, aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'rbac.cozystack.io/aggregate-to-tenant-view': 'true' } }, { matchLabels: { 'rbac.cozystack.io/aggregate-to-tenant-admin': 'true' } }] }, rules: [] },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'tenant-admin', namespace: TENANT_NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cozy-tenant-admin' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenant.name }] },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'cozy:tenant:admin', namespace: TENANT_NS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cozy:tenant:admin' }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenant.name }] },
   ];
   const applied = await kubectl(['apply', '-f', '-'], { input: rbac.map((o) => YAML.stringify(o)).join('---\n') });
   assert.equal(applied.code, 0, applied.stderr);
-  await waitFor('the aggregated tenant role to allow creating tasks', async () => (await kubectl(['auth', 'can-i', 'create', 'vmimporttasks.forklift.cozystack.io', '-n', TENANT_NS], { kubeconfig: tenantKubeconfig })).stdout.trim() === 'yes');
+  await waitFor("Cozystack's tenant-admin role (with the chart's rules aggregated) to allow creating tasks", async () => (await kubectl(['auth', 'can-i', 'create', 'vmimporttasks.forklift.cozystack.io', '-n', TENANT_NS], { kubeconfig: tenantKubeconfig })).stdout.trim() === 'yes');
 
   const source = { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportSource', metadata: { name: 'vc', namespace: TENANT_NS }, spec: { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } } };
   const s = await kubectl(['apply', '-f', '-'], { kubeconfig: tenantKubeconfig, input: JSON.stringify(source) });
@@ -170,7 +170,7 @@ test("the controller, running with a token of the chart's ServiceAccount, import
   assert.deepEqual(controllerLog.split('\n').filter((l) => /\bforbidden\b/i.test(l)), []);
 });
 
-test('the tenant bound to the aggregated role cannot read Forklift objects (403), nor update an imported VMDisk', async () => {
+test("the tenant holding Cozystack's tenant-admin role cannot read Forklift objects (403), nor update an imported VMDisk", async () => {
   for (const kind of ['plans.forklift.konveyor.io', 'migrations.forklift.konveyor.io', 'providers.forklift.konveyor.io']) {
     const r = await kubectl(['get', kind, '-n', TENANT_NS], { kubeconfig: tenantKubeconfig });
     assert.notEqual(r.code, 0, `the tenant could list ${kind}: ${r.stdout}`);
