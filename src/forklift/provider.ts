@@ -69,7 +69,7 @@ const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 
 /** Secret `data` for a TLS credential (vSphere Provider or Host). Pure. */
 export function credentialData(c: TLSCredentials, url?: string): Record<string, string> {
-  const d: Record<string, string> = { user: b64(c.username), password: b64(c.password), insecureSkipVerify: b64(c.insecureSkipVerify ? 'true' : 'false') };
+  const d: Record<string, string> = { user: b64(c.username), password: b64(c.password ?? ''), insecureSkipVerify: b64(c.insecureSkipVerify ? 'true' : 'false') };
   if (c.caCert) {
     // Forklift ≤2.11 reads `cacert`, 2.12+ `ca.crt`: write both.
     d.cacert = b64(c.caCert);

@@ -9,6 +9,8 @@ import type { KubeClient } from '../runtime/kube.ts';
 import { GROUP, KIND_SOURCE, KIND_TASK } from '../api/types.ts';
 import { ServiceCIDRResolver } from '../preflight/cidr.ts';
 import type { CertSource } from './certs.ts';
+import type { KeyringSource } from '../credentials/keyring.ts';
+import { sealSourcePasswords, sealedKidsIn } from './seal-source.ts';
 import { PATHS } from './config.ts';
 import { FactsGatherer, withTimeout } from './facts.ts';
 import { asObject, asString } from './fields.ts';
@@ -29,6 +31,8 @@ export interface WebhookServerOptions {
   host?: string;
   client: KubeClient;
   certs: CertSource;
+  /** Key ring sealing inline passwords on the mutating path (required: a password is never stored in plain text). */
+  keyring: KeyringSource;
   inventory?: InventoryReader;
   /** Service CIDR(s) from configuration (comma-separated); otherwise discovered. */
   serviceCIDR?: string;
@@ -71,8 +75,13 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
       const need = req.operation === 'CREATE' || req.operation === 'UPDATE' ? sourceNeedsServiceCIDR(obj) : false;
       const { facts } = await gatherer.sourceFacts(namespace, need);
       const v = validateSource(req.operation, req.object, req.oldObject, facts);
-      // The early (mutating) pass only denies; its warnings would be shown twice.
-      return path === PATHS.earlySource ? verdict(v.problems, []) : v;
+      if (path !== PATHS.earlySource) return v;
+      // The early (mutating) pass denies, or seals the passwords; its warnings would be shown twice.
+      if (!v.allowed || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return verdict(v.problems, []);
+      let ring = await o.keyring.get();
+      if (sealedKidsIn(req.object).some((k) => !ring.keys.has(k)) || sealedKidsIn(req.oldObject).some((k) => !ring.keys.has(k))) ring = await o.keyring.get({ fresh: true });
+      const sealed = sealSourcePasswords(ring, namespace, req.object, req.oldObject);
+      return { ...verdict(sealed.problems, []), patch: sealed.patch };
     }
     if (path === PATHS.earlyTask) {
       // Before the schema: structural problems only, denials only (the validating pass warns).

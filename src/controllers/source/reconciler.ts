@@ -16,7 +16,7 @@ import {
   credentialsSecretName,
   inventoryConfigMapName,
 } from '../../api/labels.ts';
-import { API_VERSION, KIND_SOURCE, type VMImportSource } from '../../api/types.ts';
+import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
 import { InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import {
@@ -40,6 +40,8 @@ import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject
 import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
 import { getCondition, patchStatus } from '../../runtime/status.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
+import type { KeyringSource } from '../../credentials/keyring.ts';
+import { SealError, isSealed, sealedKid, unseal } from '../../credentials/seal.ts';
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
 
@@ -73,6 +75,8 @@ export interface SourceReconcilerDeps {
   inventory?: (ctx: ReconcileContext) => InventoryClient;
   /** `migration_controller_source_ready{namespace,source}` (the chart's SourceLostReadiness alert). */
   sourceReady?: Gauge<'namespace' | 'source'>;
+  /** Opens sealed passwords (enc:v1:…) to project Forklift's Secrets. */
+  keyring?: KeyringSource;
 }
 
 /** The controller's own bearer token (kubeconfig token or in-cluster ServiceAccount token). */
@@ -161,7 +165,7 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
 
   const obs: SourceObservation = { source: src, now: ctx.now() };
   let result: Result = {};
-  obs.gate = await materialise(cfg, src, ctx, obs);
+  obs.gate = await materialise(cfg, deps, src, ctx, obs);
   if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
     result = { requeueAfterMs: REQUEUE_GATE_MS };
   } else if (!obs.gate) {
@@ -181,7 +185,8 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
  * Materialises Secret, Providers, Hosts; returns a gate verdict when something prevents it. Fills
  * obs.provider and obs.hosts.
  */
-async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
+async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, stored: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
+  const src = stored;
   if (!cfg.vddkImage) {
     return {
       reason: SourceReason.VDDKNotConfigured,
@@ -200,6 +205,11 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
   const ns = src.metadata.namespace!;
   const name = src.metadata.name!;
 
+  // 0. The passwords in plain text, in memory only: the Forklift Secrets below are their one destination.
+  const opened = await openCredentials(deps, stored, ctx);
+  if ('gate' in opened) return opened.gate;
+  const plain = opened.source;
+
   // 1. The credentials Secret: never overwrite a Secret that is not ours.
   const secretName = credentialsSecretName(name);
   const existing = await ctx.client.get<SecretObject>(GVRs.Secret, ns, secretName);
@@ -211,7 +221,7 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
   }
   let secret: KubeObject;
   try {
-    secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(src), existing);
+    secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(plain), existing);
   } catch (e) {
     if (isWebhookAuthRejection(e)) {
       const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
@@ -223,8 +233,8 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
 
   // 2. Host Secrets and Hosts, one per spec.hosts[] entry.
   const hostSecretVersions: Record<string, string | undefined> = {};
-  for (const h of src.spec.hosts ?? []) {
-    const desired = renderHostSecret(src, h);
+  for (const h of plain.spec.hosts ?? []) {
+    const desired = renderHostSecret(plain, h);
     const cur = await ctx.client.get<SecretObject>(GVRs.Secret, ns, desired.metadata!.name!);
     if (cur && cur.metadata?.labels?.[LABEL_SOURCE_UID] !== src.metadata.uid && cur.metadata?.labels?.[LABEL_COZY_MANAGED_BY] !== COZY_MANAGED_BY_VALUE) {
       return { reason: SourceReason.CredentialsMissing, message: `A Secret named ${desired.metadata!.name} (for host ${h.id}) exists and is not managed by the migration controller; it is never overwritten.` };
@@ -265,6 +275,51 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
     }
   }
   return undefined;
+}
+
+/**
+ * The source with every password in plain text, in memory only: sealed values opened, secretRef values
+ * read from the tenant's Secret (a plain-text password, written while no webhook sealed it, passes as it
+ * is). A password that cannot be had gates the source; the message names the field, the key id or the
+ * Secret, never a value.
+ */
+async function openCredentials(deps: SourceReconcilerDeps, src: VMImportSource, ctx: ReconcileContext): Promise<{ source: VMImportSource } | { gate: NonNullable<SourceObservation['gate']> }> {
+  const out = structuredClone(src);
+  const fields: Array<{ field: string; cred: TLSCredentials }> = [{ field: 'spec.credentials', cred: out.spec.credentials }];
+  (out.spec.hosts ?? []).forEach((h, i) => fields.push({ field: `spec.hosts[${i}].credentials`, cred: h.credentials }));
+  const ns = src.metadata.namespace!;
+  const gate = (message: string) => ({ gate: { reason: SourceReason.CredentialsMissing, message } });
+  for (const { field, cred } of fields) {
+    if (cred.secretRef) {
+      const key = cred.secretRef.key ?? 'password';
+      let s: SecretObject | undefined;
+      try {
+        s = await ctx.client.get<SecretObject>(GVRs.Secret, ns, cred.secretRef.name);
+      } catch (e) {
+        if (e instanceof ApiError && e.code === 403) return gate(`${field}.secretRef: the controller may not read Secrets in this namespace (this platform does not enable secretRef; write the password inline instead).`);
+        throw e;
+      }
+      const v = s?.data?.[key];
+      if (!s) return gate(`${field}.secretRef: the Secret ${cred.secretRef.name} does not exist in this namespace.`);
+      if (!v) return gate(`${field}.secretRef: the Secret ${cred.secretRef.name} has no key ${key}.`);
+      cred.password = Buffer.from(v, 'base64').toString('utf8');
+      delete cred.secretRef;
+      continue;
+    }
+    const sealed = cred.password;
+    if (!isSealed(sealed)) continue;
+    const unreadable = (why: string) => gate(`${field}.password is sealed but cannot be opened: ${why}. Write the password again in plain text; it is sealed on admission.`);
+    if (!deps.keyring) return unreadable('this controller has no credentials key ring');
+    try {
+      let ring = await deps.keyring.get();
+      const kid = sealedKid(sealed);
+      if (kid && !ring.keys.has(kid)) ring = await deps.keyring.get({ fresh: true });
+      cred.password = unseal(ring, sealed, ns);
+    } catch (e) {
+      return unreadable(e instanceof SealError ? e.message : `the key ring could not be read (${errMessage(e).slice(0, 200)})`);
+    }
+  }
+  return { source: out };
 }
 
 /** Publishes the inventory ConfigMap; false when the inventory could not be read (retry soon). */
