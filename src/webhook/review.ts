@@ -18,7 +18,7 @@ export interface AdmissionRequest {
   name?: string;
   namespace?: string;
   operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
-  userInfo?: { username?: string; uid?: string; groups?: string[] };
+  userInfo?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
   object?: unknown;
   oldObject?: unknown;
   dryRun?: boolean;

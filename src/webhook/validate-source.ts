@@ -143,3 +143,23 @@ export function validateSource(operation: Operation, object: unknown, oldObject:
   }
   return verdict(problems, warnings);
 }
+
+/**
+ * The secretRefs a write introduces or changes (field path and Secret name): those whose author must be
+ * shown to be able to read the Secret. An unchanged reference on UPDATE was checked when it was written.
+ */
+export function secretRefsToCheck(object: unknown, oldObject: unknown): Array<{ field: string; name: string }> {
+  const refs = (o: unknown): Map<string, { field: string; name: string }> => {
+    const spec = asObject(asObject(o)?.spec);
+    const out = new Map<string, { field: string; name: string }>();
+    const add = (key: string, field: string, cred: unknown) => {
+      const name = asString(asObject(asObject(cred)?.secretRef)?.name);
+      if (name) out.set(key, { field, name });
+    };
+    add('vcenter', 'spec.credentials', spec?.credentials);
+    (asArray(spec?.hosts) ?? []).forEach((h, i) => add(`host/${asString(asObject(h)?.id) ?? i}`, `spec.hosts[${i}].credentials`, asObject(h)?.credentials));
+    return out;
+  };
+  const before = refs(oldObject);
+  return [...refs(object)].filter(([k, r]) => before.get(k)?.name !== r.name).map(([, r]) => r);
+}
