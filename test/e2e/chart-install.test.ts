@@ -109,7 +109,7 @@ test("the controller, running with a token of the chart's ServiceAccount, import
   // It seals passwords with the key ring the controller creates in the release namespace, under the
   // chart's Role there.
   const keyring = new SecretKeyring({ client: saClient, namespace: RELEASE_NS });
-  webhook = await startWebhookServer({ port: 0, host: '127.0.0.1', client: saClient, keyring, certs: new StaticCerts({ cert: serving.certPEM, key: serving.keyPEM }) });
+  webhook = await startWebhookServer({ port: 0, host: '127.0.0.1', client: saClient, keyring, probeNamespace: RELEASE_NS, certs: new StaticCerts({ cert: serving.certPEM, key: serving.keyPEM }) });
   for (const [gvr, name] of [[VALIDATING_WEBHOOK_GVR, `${RELEASE}-validating`], [MUTATING_WEBHOOK_GVR, `${RELEASE}-early`]] as const) {
     const cur = (await admin.get(gvr, undefined, name)) as KubeObject & { webhooks: Array<{ clientConfig: Record<string, unknown> }> };
     for (const w of cur.webhooks) {

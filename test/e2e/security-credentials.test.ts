@@ -8,6 +8,7 @@ import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import { SecretKeyring } from '../../src/credentials/keyring.ts';
+import { projectedSecretName } from '../../src/forklift/provider.ts';
 import { startTestWebhook, type TestWebhook } from '../../src/webhook/testkit.ts';
 import { freshNamespace, kubectl, testEnv, waitFor } from './env/index.ts';
 import { applyAs, bootWorld, denial, tenantWithRole, waitForWebhookEffective, type BootedWorld } from './fixtures.ts';
@@ -70,15 +71,15 @@ test('an inline password is stored sealed, is never readable back by the tenant,
   assert.match(got.stdout, /kubectl\.kubernetes\.io\/last-applied-configuration/);
 
   await waitForReason(c, ns, 'vc', 'Connected');
-  const secret = await c.get<SecretObj>(GVRs.Secret, ns, 'vmimport-vc-credentials');
+  const secret = await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc'));
   assert.equal(text(secret, 'password'), world.password);
-  const hostSecret = await waitFor('the host Secret', () => c.get<SecretObj>(GVRs.Secret, ns, 'vmimport-vc-host-1-credentials'));
+  const hostSecret = await waitFor('the host Secret', () => c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc', 'host-1')));
   assert.equal(text(hostSecret, 'password'), ESXI_PASSWORD);
 });
 
 test('re-applying the same manifest changes nothing: no generation bump, the Forklift Secret and Provider untouched', async () => {
   const before = (await getSource(c, ns, 'vc'))!;
-  const secretBefore = (await c.get<SecretObj>(GVRs.Secret, ns, 'vmimport-vc-credentials'))!;
+  const secretBefore = (await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc')))!;
   const providerBefore = (await c.get(GVRs.Provider, ns, 'vmimport-vc'))!;
   const r = await applyAs(tenant, ns, manifest(world.password));
   // kubectl still sends a patch (its last-applied copy holds the sealed value, the manifest the plain
@@ -90,7 +91,7 @@ test('re-applying the same manifest changes nothing: no generation bump, the For
   // A later reconcile (forced by a label the controller ignores) leaves the projected Secret alone.
   await c.patch(GVRs.VMImportSource, ns, 'vc', { metadata: { labels: { touched: String(Date.now()) } } });
   await waitForReason(c, ns, 'vc', 'Connected');
-  assert.equal((await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials'))!.metadata?.resourceVersion, secretBefore.metadata?.resourceVersion);
+  assert.equal((await c.get(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc')))!.metadata?.resourceVersion, secretBefore.metadata?.resourceVersion);
   assert.equal((await c.get(GVRs.Provider, ns, 'vmimport-vc'))!.metadata?.resourceVersion, providerBefore.metadata?.resourceVersion);
 });
 
@@ -116,8 +117,8 @@ test('after a key is added, new passwords are sealed with it and values sealed w
   // (vCenter said 401), so the projected Secret keeps the last good password.
   const failed = await waitForReason(c, ns, 'vc', 'AuthenticationFailed');
   assert.ok(!JSON.stringify(failed.status).includes(wrong));
-  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, ns, 'vmimport-vc-credentials'), 'password'), world.password);
-  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, ns, 'vmimport-vc-host-1-credentials'), 'password'), ESXI_PASSWORD);
+  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc')), 'password'), world.password);
+  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc', 'host-1')), 'password'), ESXI_PASSWORD);
   assert.equal((await applyAs(tenant, ns, manifest(world.password))).code, 0);
   await waitForReason(c, ns, 'vc', 'Connected');
 });
@@ -161,5 +162,5 @@ test('a secretRef naming a Secret its author cannot read is refused; one the aut
   // The webhook caches an access answer for up to 10 s.
   await waitFor('the author to be allowed', async () => (await applyAs(author, refNs, withRef)).code === 0, { timeoutMs: 20_000 });
   await waitForReason(c, refNs, 'vc', 'Connected');
-  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, refNs, 'vmimport-vc-credentials'), 'password'), world.password);
+  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(refNs, 'vc')), 'password'), world.password);
 });

@@ -5,21 +5,19 @@ import type { Gauge } from 'prom-client';
 import { CONDITION_READY, SourceReason } from '../../api/conditions.ts';
 import {
   ANNOTATION_INVENTORY_TRUNCATED,
-  COZY_MANAGED_BY_VALUE,
   FINALIZER,
-  LABEL_COZY_MANAGED_BY,
   LABEL_HOST_ID,
   LABEL_MANAGED_BY,
   LABEL_SOURCE,
   LABEL_SOURCE_UID,
   MANAGED_BY_VALUE,
-  credentialsSecretName,
   inventoryConfigMapName,
 } from '../../api/labels.ts';
 import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
 import { InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import {
+  credentialsSecretName,
   destinationProviderName,
   hostObjectName,
   hostSecretName,
@@ -154,7 +152,7 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
   const src = ctx.cache<VMImportSource & KubeObject>(GVRs.VMImportSource)?.get(key.namespace, key.name) as VMImportSource | undefined;
   if (!src || src.metadata.deletionTimestamp) deps.sourceReady?.remove({ namespace: key.namespace, source: key.name });
   if (!src) return {};
-  if (src.metadata.deletionTimestamp) return await finalize(src, ctx);
+  if (src.metadata.deletionTimestamp) return await finalize(cfg, src, ctx);
   if (!src.metadata.finalizers?.includes(FINALIZER)) {
     await ctx.client.patch(GVRs.VMImportSource, key.namespace, key.name, {
       metadata: { finalizers: [...(src.metadata.finalizers ?? []), FINALIZER], resourceVersion: src.metadata.resourceVersion },
@@ -210,18 +208,13 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, st
   if ('gate' in opened) return opened.gate;
   const plain = opened.source;
 
-  // 1. The credentials Secret: never overwrite a Secret that is not ours.
-  const secretName = credentialsSecretName(name);
-  const existing = await ctx.client.get<SecretObject>(GVRs.Secret, ns, secretName);
-  if (existing && existing.metadata?.labels?.[LABEL_COZY_MANAGED_BY] !== COZY_MANAGED_BY_VALUE) {
-    return {
-      reason: SourceReason.CredentialsMissing,
-      message: `A Secret named ${secretName} already exists in this namespace and was not created by the migration controller (it lacks the label ${LABEL_COZY_MANAGED_BY}=${COZY_MANAGED_BY_VALUE}); it is never overwritten. Rename or delete it, or rename the source.`,
-    };
-  }
+  // 1. The credentials Secret, in the controller's own namespace: no tenant can create, read or replace
+  // it there, and the controller needs no access to Secrets in tenant namespaces.
+  const secretsNs = cfg.podNamespace;
+  const existing = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, credentialsSecretName(src));
   let secret: KubeObject;
   try {
-    secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(plain), existing);
+    secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(plain, secretsNs), existing);
   } catch (e) {
     if (isWebhookAuthRejection(e)) {
       const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
@@ -234,11 +227,8 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, st
   // 2. Host Secrets and Hosts, one per spec.hosts[] entry.
   const hostSecretVersions: Record<string, string | undefined> = {};
   for (const h of plain.spec.hosts ?? []) {
-    const desired = renderHostSecret(plain, h);
-    const cur = await ctx.client.get<SecretObject>(GVRs.Secret, ns, desired.metadata!.name!);
-    if (cur && cur.metadata?.labels?.[LABEL_SOURCE_UID] !== src.metadata.uid && cur.metadata?.labels?.[LABEL_COZY_MANAGED_BY] !== COZY_MANAGED_BY_VALUE) {
-      return { reason: SourceReason.CredentialsMissing, message: `A Secret named ${desired.metadata!.name} (for host ${h.id}) exists and is not managed by the migration controller; it is never overwritten.` };
-    }
+    const desired = renderHostSecret(plain, h, secretsNs);
+    const cur = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, desired.metadata!.name!);
     try {
       hostSecretVersions[h.id] = (await ensure(ctx, GVRs.Secret, desired, cur)).metadata?.resourceVersion;
     } catch (e) {
@@ -248,7 +238,7 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, st
   }
 
   // 3. Providers.
-  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion), providers.get(ns, sourceProviderName(name)));
+  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), providers.get(ns, sourceProviderName(name)));
   await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
   // Report what the cache says (status written by Forklift), falling back to what we just wrote.
   obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
@@ -258,7 +248,7 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, st
   for (const h of src.spec.hosts ?? []) {
     const hn = hostObjectName(name, h.id);
     wanted.add(hn);
-    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id]), hostsCache.get(ns, hn));
+    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id], secretsNs), hostsCache.get(ns, hn));
     const cached = hostsCache.get(ns, hn);
     obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
   }
@@ -270,7 +260,7 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, st
     if (!wanted.has(h.metadata!.name!)) {
       ctx.log.info({ host: h.metadata?.name }, 'pruning a Host no longer in spec.hosts');
       const hostId = h.metadata?.labels?.[LABEL_HOST_ID];
-      if (hostId) await deleteOwnSecret(ctx, ns, hostSecretName(name, hostId), src.metadata.uid!);
+      if (hostId) await deleteOwnSecret(ctx, secretsNs, hostSecretName(src, hostId), src.metadata.uid!);
       await ctx.client.delete(GVRs.Host, ns, h.metadata!.name!, { uid: h.metadata?.uid });
     }
   }
@@ -383,7 +373,7 @@ async function deleteOwnSecret(ctx: ReconcileContext, ns: string, name: string, 
   if (ours) await ctx.client.delete(GVRs.Secret, ns, name, { uid: s.metadata?.uid });
 }
 
-async function finalize(src: VMImportSource, ctx: ReconcileContext): Promise<Result> {
+async function finalize(cfg: ControllerConfig, src: VMImportSource, ctx: ReconcileContext): Promise<Result> {
   if (!src.metadata.finalizers?.includes(FINALIZER)) return {};
   const ns = src.metadata.namespace!;
   const name = src.metadata.name!;
@@ -405,8 +395,11 @@ async function finalize(src: VMImportSource, ctx: ReconcileContext): Promise<Res
       if (!isNotFound(e)) throw e;
     }
   }
-  for (const id of hostIds) await deleteOwnSecret(ctx, ns, hostSecretName(name, id), uid);
-  await deleteOwnSecret(ctx, ns, credentialsSecretName(name), uid);
+  // Projected Secrets (controller's namespace), by their deterministic names: the controller may not
+  // list Secrets anywhere.
+  const secretsNs = cfg.podNamespace;
+  for (const id of hostIds) await deleteOwnSecret(ctx, secretsNs, hostSecretName(src, id), uid);
+  await deleteOwnSecret(ctx, secretsNs, credentialsSecretName(src), uid);
   for (const o of (await ctx.client.list(GVRs.ConfigMap, ns, { labelSelector: sel })).items) await ctx.client.delete(GVRs.ConfigMap, ns, o.metadata!.name!, { uid: o.metadata?.uid });
   // The inventory ConfigMap by name too, when ours (a label may have been edited away).
   const cm = await ctx.client.get(GVRs.ConfigMap, ns, inventoryConfigMapName(name));
