@@ -39,6 +39,8 @@ export interface ControllerConfig {
   webhookValidatingConfiguration: string;
   webhookMutatingConfiguration: string;
   webhookCertDir: string;
+  /** Secret in podNamespace holding the key ring that seals inline passwords (created when absent). */
+  credentialsKeySecret: string;
   /** Namespace the controller runs in (Leases, the webhook Secret, the Service-CIDR probe). */
   podNamespace: string;
   logLevel: string;
@@ -170,6 +172,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     webhookValidatingConfiguration: env.WEBHOOK_VALIDATING_CONFIGURATION || 'migration-controller-validating',
     webhookMutatingConfiguration: env.WEBHOOK_MUTATING_CONFIGURATION || 'migration-controller-early',
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/etc/migration-controller/webhook-tls',
+    credentialsKeySecret: env.CREDENTIALS_KEY_SECRET || 'migration-controller-credentials-key',
     podNamespace,
     logLevel,
     workers,

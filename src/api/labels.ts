@@ -36,9 +36,8 @@ export const CDI_ALLOW_CLAIM_ADOPTION = 'cdi.kubevirt.io/allowClaimAdoption';
 // DNS-1123 labels); we keep every child name within 63 so it is also a valid label value.
 export const MAX_CHILD_NAME = 63;
 
-export function credentialsSecretName(source: string): string {
-  return `vmimport-${source}-credentials`;
-}
+/** On a projected Secret (in the controller's namespace): the namespace of the source it serves. */
+export const LABEL_SOURCE_NAMESPACE = `${GROUP}/source-namespace`;
 
 export function inventoryConfigMapName(source: string): string {
   return `vmimport-inventory-${source}`;

@@ -47,9 +47,22 @@ export interface Condition {
 // VMImportSource
 // ---------------------------------------------------------------------------------------------------
 
+export interface SecretKeyRef {
+  /** A Secret in the source's namespace. */
+  name: string;
+  /** Key of the password in its data (default `password`). */
+  key?: string;
+}
+
 export interface TLSCredentials {
   username: string;
-  password: string;
+  /**
+   * Written in plain text; stored sealed (`enc:v1:<kid>:<base64>`, src/credentials/seal.ts). Exactly one
+   * of password / secretRef.
+   */
+  password?: string;
+  /** The password from a Secret in the source's namespace instead. */
+  secretRef?: SecretKeyRef;
   /** PEM CA that signed the endpoint's certificate. Exactly one of caCert / insecureSkipVerify. */
   caCert?: string;
   insecureSkipVerify?: boolean;

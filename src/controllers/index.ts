@@ -2,17 +2,20 @@
 import type { ControllerConfig } from '../config.ts';
 import type { Reconciler } from '../runtime/reconciler.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import type { KeyringSource } from '../credentials/keyring.ts';
 import { sourceReconciler } from './source/reconciler.ts';
 import { taskReconciler } from './task/reconciler.ts';
 
 export interface ReconcilerDeps {
   /** The process's metrics: domain metrics (imports, stalls, source readiness) land on its registry. */
   metrics?: Metrics;
+  /** Opens sealed passwords when projecting Forklift's Secrets. */
+  keyring?: KeyringSource;
 }
 
 export function buildReconcilers(cfg: ControllerConfig, deps: ReconcilerDeps = {}): Reconciler[] {
   return [
-    sourceReconciler(cfg, { sourceReady: deps.metrics?.sourceReady }),
+    sourceReconciler(cfg, { sourceReady: deps.metrics?.sourceReady, keyring: deps.keyring }),
     taskReconciler(cfg, { registry: deps.metrics?.registry }),
   ];
 }

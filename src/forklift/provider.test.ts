@@ -3,11 +3,13 @@ import assert from 'node:assert/strict';
 import type { VMImportSource } from '../api/types.ts';
 import {
   childName,
+  credentialsSecretName,
   destinationProviderName,
   hostObjectName,
   hostSecretName,
   mergeDesired,
   needsUpdate,
+  projectedSecretName,
   renderCredentialsSecret,
   renderDestinationProvider,
   renderHost,
@@ -24,10 +26,13 @@ const src = (over: Partial<VMImportSource['spec']> = {}, name = 'vcenter-prod'):
 });
 const dec = (s: string | undefined): string => Buffer.from(s ?? '', 'base64').toString('utf8');
 
-test('the credentials Secret carries user, password, cacert AND ca.crt, insecureSkipVerify and url, with the managed-by and Forklift labels', () => {
-  const s = renderCredentialsSecret(src());
-  assert.equal(s.metadata?.name, 'vmimport-vcenter-prod-credentials');
-  assert.equal(s.metadata?.namespace, 'tenant-foo');
+const CTL_NS = 'cozy-migration-controller';
+
+test('the credentials Secret lives in the controller\'s namespace and carries user, password, cacert AND ca.crt, insecureSkipVerify and url, with the managed-by, source and Forklift labels', () => {
+  const s = renderCredentialsSecret(src(), CTL_NS);
+  assert.equal(s.metadata?.name, credentialsSecretName(src()));
+  assert.match(s.metadata!.name!, /^vmimport-tenant-foo-vcenter-prod-[0-9a-f]{8}$/);
+  assert.equal(s.metadata?.namespace, CTL_NS);
   assert.deepEqual(Object.fromEntries(Object.entries(s.data!).map(([k, v]) => [k, dec(v)])), {
     user: 'mtv@vsphere.local',
     password: 'pw',
@@ -40,19 +45,22 @@ test('the credentials Secret carries user, password, cacert AND ca.crt, insecure
   assert.equal(s.metadata?.labels?.createdForResourceType, 'providers');
   assert.equal(s.metadata?.labels?.createdForProviderType, 'vsphere');
   assert.equal(s.metadata?.labels?.['forklift.cozystack.io/source-uid'], 'uid-1');
-  assert.deepEqual(s.metadata?.ownerReferences?.[0], { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportSource', name: 'vcenter-prod', uid: 'uid-1', controller: true, blockOwnerDeletion: true });
+  assert.equal(s.metadata?.labels?.['forklift.cozystack.io/source-namespace'], 'tenant-foo');
+  // Owner references cannot cross namespaces: the source's finalizer removes it.
+  assert.equal(s.metadata?.ownerReferences, undefined);
 });
 
 test('an insecure source gets insecureSkipVerify "true" and no CA keys', () => {
-  const s = renderCredentialsSecret(src({ credentials: { username: 'u@d', password: 'p', insecureSkipVerify: true } }));
+  const s = renderCredentialsSecret(src({ credentials: { username: 'u@d', password: 'p', insecureSkipVerify: true } }), CTL_NS);
   assert.equal(dec(s.data!.insecureSkipVerify), 'true');
   assert.equal(s.data!.cacert, undefined);
   assert.equal(s.data!['ca.crt'], undefined);
 });
 
 test('the source Provider is vsphere with the VDDK image and sdkEndpoint vcenter; the destination is openshift with an empty url', () => {
-  const p = renderSourceProvider(src(), 'reg/vddk:8', '42') as { spec: Record<string, unknown>; metadata: { name: string; annotations?: Record<string, string> } };
-  assert.deepEqual(p.spec, { type: 'vsphere', url: 'https://vc.example.com/sdk', secret: { name: 'vmimport-vcenter-prod-credentials', namespace: 'tenant-foo' }, settings: { vddkInitImage: 'reg/vddk:8', sdkEndpoint: 'vcenter' } });
+  const p = renderSourceProvider(src(), 'reg/vddk:8', '42', CTL_NS) as { spec: Record<string, unknown>; metadata: { name: string; namespace: string; annotations?: Record<string, string> } };
+  assert.deepEqual(p.spec, { type: 'vsphere', url: 'https://vc.example.com/sdk', secret: { name: credentialsSecretName(src()), namespace: CTL_NS }, settings: { vddkInitImage: 'reg/vddk:8', sdkEndpoint: 'vcenter' } });
+  assert.equal(p.metadata.namespace, 'tenant-foo');
   assert.equal(p.metadata.name, sourceProviderName('vcenter-prod'));
   assert.equal(p.metadata.annotations?.['forklift.cozystack.io/secret-version'], '42');
   const d = renderDestinationProvider(src()) as { spec: Record<string, unknown>; metadata: { name: string } };
@@ -62,10 +70,11 @@ test('the source Provider is vsphere with the VDDK image and sdkEndpoint vcenter
 
 test('a Host and its Secret per spec.hosts entry reference the source Provider and carry the ESXi account', () => {
   const s = src({ hosts: [{ id: 'host-10', address: '10.31.0.29', credentials: { username: 'root', password: 'esx', insecureSkipVerify: true } }] });
-  const h = renderHost(s, s.spec.hosts![0]!) as { spec: Record<string, unknown>; metadata: { name: string; labels: Record<string, string> } };
-  assert.deepEqual(h.spec, { id: 'host-10', provider: { name: sourceProviderName('vcenter-prod'), namespace: 'tenant-foo' }, ipAddress: '10.31.0.29', secret: { name: hostSecretName('vcenter-prod', 'host-10'), namespace: 'tenant-foo' } });
+  const h = renderHost(s, s.spec.hosts![0]!, undefined, CTL_NS) as { spec: Record<string, unknown>; metadata: { name: string; labels: Record<string, string> } };
+  assert.deepEqual(h.spec, { id: 'host-10', provider: { name: sourceProviderName('vcenter-prod'), namespace: 'tenant-foo' }, ipAddress: '10.31.0.29', secret: { name: hostSecretName(s, 'host-10'), namespace: CTL_NS } });
   assert.equal(h.metadata.labels['forklift.cozystack.io/host-id'], 'host-10');
-  const sec = renderHostSecret(s, s.spec.hosts![0]!);
+  const sec = renderHostSecret(s, s.spec.hosts![0]!, CTL_NS);
+  assert.equal(sec.metadata?.namespace, CTL_NS);
   assert.equal(dec(sec.data!.user), 'root');
   assert.equal(dec(sec.data!.password), 'esx');
   assert.equal(sec.metadata?.labels?.createdForResourceType, 'hosts');
@@ -80,18 +89,21 @@ test('child names are deterministic DNS labels within 63 characters, distinct fo
   assert.equal(a, hostObjectName(long, 'host-10'));
   assert.match(a, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
   assert.equal(childName('vmimport', 'Web_01'), 'vmimport-web-01');
-  assert.equal(hostSecretName('s', 'host-1'), 'vmimport-s-host-1-credentials');
+  // Projected Secret names from different (namespace, source) pairs never meet, even when the joined text does.
+  assert.notEqual(projectedSecretName('a-b', 'c'), projectedSecretName('a', 'b-c'));
+  assert.notEqual(projectedSecretName('a', 'b'), projectedSecretName('a', 'b', 'host-1'));
+  assert.ok(projectedSecretName('n'.repeat(63), 's'.repeat(63), 'host-123456').length <= 63);
 });
 
 test('an object is updated only when the desired spec, data, labels or owner differ', () => {
-  const desired = renderSourceProvider(src(), 'img');
+  const desired = renderSourceProvider(src(), 'img', undefined, CTL_NS);
   const actual = { ...structuredClone(desired), status: { phase: 'Ready' }, metadata: { ...structuredClone(desired.metadata), resourceVersion: '5', labels: { ...desired.metadata!.labels, extra: 'x' } } };
   assert.equal(needsUpdate(desired, actual), false, 'extra labels and status do not count');
-  assert.equal(needsUpdate(renderSourceProvider(src(), 'img2'), actual), true);
-  const merged = mergeDesired(renderSourceProvider(src(), 'img2'), actual);
+  assert.equal(needsUpdate(renderSourceProvider(src(), 'img2', undefined, CTL_NS), actual), true);
+  const merged = mergeDesired(renderSourceProvider(src(), 'img2', undefined, CTL_NS), actual);
   assert.equal((merged.spec as { settings: { vddkInitImage: string } }).settings.vddkInitImage, 'img2');
   assert.equal(merged.metadata?.resourceVersion, '5', 'keeps resourceVersion for optimistic concurrency');
   assert.equal(merged.metadata?.labels?.extra, 'x');
-  const s1 = renderCredentialsSecret(src());
-  assert.equal(needsUpdate(renderCredentialsSecret(src({ credentials: { username: 'mtv@vsphere.local', password: 'rotated', caCert: 'PEM' } })), s1), true, 'a rotated password updates the Secret');
+  const s1 = renderCredentialsSecret(src(), CTL_NS);
+  assert.equal(needsUpdate(renderCredentialsSecret(src({ credentials: { username: 'mtv@vsphere.local', password: 'rotated', caCert: 'PEM' } }), CTL_NS), s1), true, 'a rotated password updates the Secret');
 });

@@ -12,8 +12,8 @@ import {
   LABEL_SOURCE,
   LABEL_SOURCE_UID,
   MANAGED_BY_VALUE,
+  LABEL_SOURCE_NAMESPACE,
   MAX_CHILD_NAME,
-  credentialsSecretName,
 } from '../api/labels.ts';
 import { API_VERSION, KIND_SOURCE, type OwnerReference, type SourceHost, type TLSCredentials, type VMImportSource } from '../api/types.ts';
 import type { KubeObject } from '../runtime/kube.ts';
@@ -52,8 +52,21 @@ export function destinationProviderName(source: string): string {
 export function hostObjectName(source: string, hostId: string): string {
   return childName('vmimport', source, hostId);
 }
-export function hostSecretName(source: string, hostId: string): string {
-  return childName('vmimport', source, hostId, 'credentials');
+/**
+ * A projected Secret lives in the controller's namespace, not the tenant's (Forklift reads a Provider's
+ * and a Host's Secret at spec.secret.namespace, so it need not sit beside them; docs/security.md): its
+ * name carries the source's namespace and name, plus a hash of both so that "a-b"/"c" and "a"/"b-c"
+ * never meet.
+ */
+export function projectedSecretName(namespace: string, source: string, hostId?: string): string {
+  const h = createHash('sha256').update(JSON.stringify([namespace, source, hostId ?? null])).digest('hex').slice(0, 8);
+  return childName('vmimport', namespace, source, ...(hostId ? [hostId] : []), h);
+}
+export function credentialsSecretName(src: VMImportSource): string {
+  return projectedSecretName(src.metadata.namespace!, src.metadata.name!);
+}
+export function hostSecretName(src: VMImportSource, hostId: string): string {
+  return projectedSecretName(src.metadata.namespace!, src.metadata.name!, hostId);
 }
 
 export function sourceOwnerRef(src: VMImportSource): OwnerReference {
@@ -69,7 +82,7 @@ const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 
 /** Secret `data` for a TLS credential (vSphere Provider or Host). Pure. */
 export function credentialData(c: TLSCredentials, url?: string): Record<string, string> {
-  const d: Record<string, string> = { user: b64(c.username), password: b64(c.password), insecureSkipVerify: b64(c.insecureSkipVerify ? 'true' : 'false') };
+  const d: Record<string, string> = { user: b64(c.username), password: b64(c.password ?? ''), insecureSkipVerify: b64(c.insecureSkipVerify ? 'true' : 'false') };
   if (c.caCert) {
     // Forklift ≤2.11 reads `cacert`, 2.12+ `ca.crt`: write both.
     d.cacert = b64(c.caCert);
@@ -84,48 +97,53 @@ export interface SecretObject extends KubeObject {
   data?: Record<string, string>;
 }
 
-export function renderCredentialsSecret(src: VMImportSource): SecretObject {
+/**
+ * Labels of a projected Secret. No owner reference: owners cannot cross namespaces, so the source's
+ * finalizer deletes it (found by these labels and its deterministic name).
+ */
+function projectedLabels(src: VMImportSource): Record<string, string> {
+  return { ...sourceLabels(src), [LABEL_SOURCE_NAMESPACE]: src.metadata.namespace!, [LABEL_COZY_MANAGED_BY]: COZY_MANAGED_BY_VALUE };
+}
+
+/** The vCenter credentials Secret, in `secretsNamespace` (the controller's own). */
+export function renderCredentialsSecret(src: VMImportSource, secretsNamespace: string): SecretObject {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: {
-      name: credentialsSecretName(src.metadata.name!),
-      namespace: src.metadata.namespace,
+      name: credentialsSecretName(src),
+      namespace: secretsNamespace,
       labels: {
-        ...sourceLabels(src),
-        [LABEL_COZY_MANAGED_BY]: COZY_MANAGED_BY_VALUE,
+        ...projectedLabels(src),
         [FORKLIFT_LABEL_RESOURCE_TYPE]: 'providers',
         [FORKLIFT_LABEL_PROVIDER_TYPE]: 'vsphere',
       },
-      ownerReferences: [sourceOwnerRef(src)],
     },
     type: 'Opaque',
     data: credentialData(src.spec.credentials, src.spec.url),
   };
 }
 
-export function renderHostSecret(src: VMImportSource, h: SourceHost): SecretObject {
+export function renderHostSecret(src: VMImportSource, h: SourceHost, secretsNamespace: string): SecretObject {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: {
-      name: hostSecretName(src.metadata.name!, h.id),
-      namespace: src.metadata.namespace,
+      name: hostSecretName(src, h.id),
+      namespace: secretsNamespace,
       labels: {
-        ...sourceLabels(src),
-        [LABEL_COZY_MANAGED_BY]: COZY_MANAGED_BY_VALUE,
+        ...projectedLabels(src),
         [LABEL_HOST_ID]: h.id,
         [FORKLIFT_LABEL_RESOURCE_TYPE]: 'hosts',
         [FORKLIFT_LABEL_PROVIDER_TYPE]: 'vsphere',
       },
-      ownerReferences: [sourceOwnerRef(src)],
     },
     type: 'Opaque',
     data: credentialData(h.credentials),
   };
 }
 
-export function renderSourceProvider(src: VMImportSource, vddkImage: string, secretVersion?: string): KubeObject {
+export function renderSourceProvider(src: VMImportSource, vddkImage: string, secretVersion: string | undefined, secretsNamespace: string): KubeObject {
   const ns = src.metadata.namespace!;
   return {
     apiVersion: FORKLIFT_API_VERSION,
@@ -140,7 +158,9 @@ export function renderSourceProvider(src: VMImportSource, vddkImage: string, sec
     spec: {
       type: 'vsphere',
       url: src.spec.url,
-      secret: { name: credentialsSecretName(src.metadata.name!), namespace: ns },
+      // Forklift reads it at this namespace (forklift@v2.11.5:pkg/controller/provider/validation.go
+      // validateSecret, pkg/controller/plan/context/migration.go Source.build).
+      secret: { name: credentialsSecretName(src), namespace: secretsNamespace },
       settings: { vddkInitImage: vddkImage, sdkEndpoint: 'vcenter' },
     },
   };
@@ -161,7 +181,7 @@ export function renderDestinationProvider(src: VMImportSource): KubeObject {
   };
 }
 
-export function renderHost(src: VMImportSource, h: SourceHost, secretVersion?: string): KubeObject {
+export function renderHost(src: VMImportSource, h: SourceHost, secretVersion: string | undefined, secretsNamespace: string): KubeObject {
   const ns = src.metadata.namespace!;
   return {
     apiVersion: FORKLIFT_API_VERSION,
@@ -177,7 +197,9 @@ export function renderHost(src: VMImportSource, h: SourceHost, secretVersion?: s
       id: h.id,
       provider: { name: sourceProviderName(src.metadata.name!), namespace: ns },
       ipAddress: h.address,
-      secret: { name: hostSecretName(src.metadata.name!, h.id), namespace: ns },
+      // forklift@v2.11.5:pkg/controller/host/validation.go validateSecret and
+      // pkg/controller/plan/adapter/vsphere/builder.go hostSecret read it at this namespace.
+      secret: { name: hostSecretName(src, h.id), namespace: secretsNamespace },
     },
   };
 }

@@ -9,6 +9,7 @@ import { Metrics } from '../telemetry/metrics.ts';
 import { startHealthServer, type HealthServer } from './health.ts';
 import { startControllerWebhook, type ControllerWebhook } from '../webhook/run.ts';
 import { KubeClient } from './kube.ts';
+import { SecretKeyring, type KeyringSource } from '../credentials/keyring.ts';
 import { LeaderElector } from './leader.ts';
 import { Manager } from './manager.ts';
 import type { Reconciler } from './reconciler.ts';
@@ -25,6 +26,8 @@ export interface RunOptions {
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
   identity?: string;
+  /** Key ring of sealed passwords (default: the Secret cfg.credentialsKeySecret in cfg.podNamespace). */
+  keyring?: KeyringSource;
 }
 
 export interface RunningController {
@@ -54,7 +57,8 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   });
   const events = new KubeEventRecorder(client, 'migration-controller', log.child({ component: 'events' }));
   const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs });
-  for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics })) manager.register(r);
+  const keyring = opts.keyring ?? new SecretKeyring({ client, namespace: cfg.podNamespace, name: cfg.credentialsKeySecret });
+  for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics, keyring })) manager.register(r);
 
   let elector: LeaderElector | undefined;
   // The webhook is stateless and served by every replica, leader or standby.
@@ -73,7 +77,7 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   }
 
   try {
-    webhook = await startControllerWebhook(cfg, client, log.child({ component: 'webhook' }));
+    webhook = await startControllerWebhook(cfg, client, log.child({ component: 'webhook' }), keyring);
   } catch (e) {
     await Promise.all(servers.map((s) => s.close()));
     throw e;

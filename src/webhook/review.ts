@@ -18,7 +18,7 @@ export interface AdmissionRequest {
   name?: string;
   namespace?: string;
   operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
-  userInfo?: { username?: string; uid?: string; groups?: string[] };
+  userInfo?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
   object?: unknown;
   oldObject?: unknown;
   dryRun?: boolean;
@@ -45,6 +45,8 @@ export interface Verdict {
   allowed: boolean;
   problems: string[];
   warnings: string[];
+  /** JSON patch for an allowed request on a mutating path (RFC 6902 operations). */
+  patch?: unknown[];
 }
 
 export function verdict(problems: string[], warnings: string[]): Verdict {
@@ -104,6 +106,10 @@ export function buildResponse(apiVersion: string, uid: string, v: Verdict): Admi
     response.status = { code: 403, reason: 'Forbidden', message: v.problems.join('; ') || 'denied' };
   }
   if (v.warnings.length) response.warnings = v.warnings.slice(0, MAX_WARNINGS);
+  if (v.allowed && v.patch?.length) {
+    response.patch = Buffer.from(JSON.stringify(v.patch), 'utf8').toString('base64');
+    response.patchType = 'JSONPatch';
+  }
   return { apiVersion: ADMISSION_API_VERSIONS.includes(apiVersion as never) ? apiVersion : 'admission.k8s.io/v1', kind: 'AdmissionReview', response };
 }
 

@@ -8,6 +8,7 @@ import type { KubeClient } from '../runtime/kube.ts';
 import { FileCerts, SelfManagedCerts, StaticCerts, generateCA, generateServingCert, type CertSource } from './certs.ts';
 import { installWebhookConfigurations, uninstallWebhookConfigurations } from './config.ts';
 import { startWebhookServer } from './server.ts';
+import type { KeyringSource } from '../credentials/keyring.ts';
 
 export interface ControllerWebhook {
   /** Base URL the webhook serves (https://host:port). */
@@ -18,7 +19,7 @@ export interface ControllerWebhook {
 /** Local certificates live a day: a local run (demo, tests) never outlives them. */
 const LOCAL_CERT_VALIDITY_MS = 24 * 3600_000;
 
-export async function startControllerWebhook(cfg: ControllerConfig, client: KubeClient, log: Logger): Promise<ControllerWebhook | undefined> {
+export async function startControllerWebhook(cfg: ControllerConfig, client: KubeClient, log: Logger, keyring: KeyringSource): Promise<ControllerWebhook | undefined> {
   if (cfg.webhookMode === 'off') return undefined;
   const names = { validating: cfg.webhookValidatingConfiguration, mutating: cfg.webhookMutatingConfiguration };
   let certs: CertSource;
@@ -46,6 +47,7 @@ export async function startControllerWebhook(cfg: ControllerConfig, client: Kube
     host: cfg.webhookMode === 'local' ? '127.0.0.1' : undefined,
     client,
     certs,
+    keyring,
     inventory: defaultInventoryClient(cfg, client),
     serviceCIDR: cfg.serviceCIDR,
     probeNamespace: cfg.podNamespace,

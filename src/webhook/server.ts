@@ -9,6 +9,10 @@ import type { KubeClient } from '../runtime/kube.ts';
 import { GROUP, KIND_SOURCE, KIND_TASK } from '../api/types.ts';
 import { ServiceCIDRResolver } from '../preflight/cidr.ts';
 import type { CertSource } from './certs.ts';
+import type { KeyringSource } from '../credentials/keyring.ts';
+import { sealSourcePasswords, sealedKidsIn } from './seal-source.ts';
+import { SARAccessChecker, type AccessChecker } from './access.ts';
+import { secretRefsToCheck } from './validate-source.ts';
 import { PATHS } from './config.ts';
 import { FactsGatherer, withTimeout } from './facts.ts';
 import { asObject, asString } from './fields.ts';
@@ -29,6 +33,10 @@ export interface WebhookServerOptions {
   host?: string;
   client: KubeClient;
   certs: CertSource;
+  /** Key ring sealing inline passwords on the mutating path (required: a password is never stored in plain text). */
+  keyring: KeyringSource;
+  /** Judges the request's user (SubjectAccessReview by default). */
+  access?: AccessChecker;
   inventory?: InventoryReader;
   /** Service CIDR(s) from configuration (comma-separated); otherwise discovered. */
   serviceCIDR?: string;
@@ -55,6 +63,7 @@ export interface Reviewer {
 /** The review logic without the transport (used by the server and directly by unit tests). */
 export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | 'certs'>): Reviewer {
   const cidr = new ServiceCIDRResolver(o.client, { override: o.serviceCIDR, timeoutMs: o.readTimeoutMs ?? 1500 });
+  const access = o.access ?? new SARAccessChecker({ client: o.client, timeoutMs: o.readTimeoutMs ?? 1500 });
   const gatherer = new FactsGatherer({ client: o.client, inventory: o.inventory, cidr, probeNamespace: o.probeNamespace, readTimeoutMs: o.readTimeoutMs, cacheTtlMs: o.cacheTtlMs });
 
   async function decide(path: string, req: AdmissionRequest): Promise<Verdict> {
@@ -71,8 +80,24 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
       const need = req.operation === 'CREATE' || req.operation === 'UPDATE' ? sourceNeedsServiceCIDR(obj) : false;
       const { facts } = await gatherer.sourceFacts(namespace, need);
       const v = validateSource(req.operation, req.object, req.oldObject, facts);
-      // The early (mutating) pass only denies; its warnings would be shown twice.
-      return path === PATHS.earlySource ? verdict(v.problems, []) : v;
+      if (path !== PATHS.earlySource) {
+        if (!v.allowed) return v;
+        // A source may name only a Secret its author can read: the controller would otherwise carry a
+        // Secret the tenant cannot see to an endpoint the tenant chose.
+        const denied: string[] = [];
+        for (const ref of secretRefsToCheck(req.object, req.oldObject)) {
+          if (!(await access.allowed(req.userInfo, { namespace, verb: 'get', group: '', resource: 'secrets', name: ref.name }))) {
+            denied.push(`${ref.field}.secretRef: you may not read the Secret ${JSON.stringify(ref.name)} in this namespace; a source may name only a Secret its author can read`);
+          }
+        }
+        return denied.length ? verdict(denied, v.warnings) : v;
+      }
+      // The early (mutating) pass denies, or seals the passwords; its warnings would be shown twice.
+      if (!v.allowed || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return verdict(v.problems, []);
+      let ring = await o.keyring.get();
+      if (sealedKidsIn(req.object).some((k) => !ring.keys.has(k)) || sealedKidsIn(req.oldObject).some((k) => !ring.keys.has(k))) ring = await o.keyring.get({ fresh: true });
+      const sealed = sealSourcePasswords(ring, namespace, req.object, req.oldObject);
+      return { ...verdict(sealed.problems, []), patch: sealed.patch };
     }
     if (path === PATHS.earlyTask) {
       // Before the schema: structural problems only, denials only (the validating pass warns).
@@ -80,6 +105,12 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
       return verdict(v.problems, []);
     }
     if (req.operation === 'UPDATE' || !obj) return validateTask(req.operation, req.object, req.oldObject, undefined);
+    // Facts about a namespace (its source's readiness, VM and disk counts, ESXi addresses, quotas) go
+    // only to a user who may read its imports; anyone else gets the structural verdict alone.
+    if (!(await access.allowed(req.userInfo, { namespace, verb: 'get', group: GROUP, resource: 'vmimportsources' }))) {
+      const v = validateTask(req.operation, req.object, req.oldObject, undefined);
+      return verdict(v.problems, [...v.warnings, 'the checks against the cluster were skipped: the requesting user may not read VMImportSources in this namespace; the controller makes them before the import starts']);
+    }
     let g = await gatherer.taskFacts(namespace, obj);
     let v = validateTask(req.operation, req.object, req.oldObject, g.facts);
     if (!v.allowed && g.usedCache) {

@@ -8,6 +8,7 @@ import { StaticCerts, generateCA, generateServingCert, type CertSource } from '.
 import { installWebhookConfigurations, uninstallWebhookConfigurations } from './config.ts';
 import { startWebhookServer, type WebhookServer } from './server.ts';
 import type { InventoryReader } from './validate-task.ts';
+import { StaticKeyring, type KeyringSource } from '../credentials/keyring.ts';
 
 export interface TestWebhook {
   server: WebhookServer;
@@ -26,6 +27,8 @@ export function testWebhookNames(id: string): { validating: string; mutating: st
 export async function startTestWebhook(o: {
   client: KubeClient;
   inventory?: InventoryReader;
+  /** Key ring sealing passwords (default: a fresh in-memory key). */
+  keyring?: KeyringSource;
   serviceCIDR?: string;
   certs?: CertSource;
   /** PEM the API server trusts; required with `certs`. */
@@ -52,6 +55,7 @@ export async function startTestWebhook(o: {
     host: '127.0.0.1',
     client: o.client,
     certs,
+    keyring: o.keyring ?? new StaticKeyring(),
     inventory: o.inventory,
     serviceCIDR: o.serviceCIDR,
     logger: o.logger,

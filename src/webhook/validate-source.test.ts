@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateCA } from './certs.ts';
-import { validateSource, type SourceFacts } from './validate-source.ts';
+import { secretRefsToCheck, validateSource, type SourceFacts } from './validate-source.ts';
 
 const ca = generateCA({ commonName: 'vCenter CA', validityMs: 86_400_000 });
 const facts: SourceFacts = { serviceCIDRs: { value: ['10.96.0.0/12'] } };
@@ -100,4 +100,31 @@ test('garbage objects are denied with a message, never thrown on', () => {
     assert.equal(v.allowed, false);
     assert.ok(v.problems.length > 0);
   }
+});
+
+test('credentials take exactly one of password or secretRef', () => {
+  const both = good();
+  (both.spec.credentials as Record<string, unknown>).secretRef = { name: 'vc-secret' };
+  assert.deepEqual(validateSource('CREATE', both, undefined, facts).problems, ['spec.credentials: set exactly one of password or secretRef, not both']);
+  const ref = good();
+  delete (ref.spec.credentials as Record<string, unknown>).password;
+  (ref.spec.credentials as Record<string, unknown>).secretRef = { name: 'vc-secret', key: 'pw' };
+  assert.deepEqual(validateSource('CREATE', ref, undefined, facts).problems, []);
+  (ref.spec.credentials as Record<string, unknown>).secretRef = { name: 'Not/A/Name' };
+  assert.deepEqual(validateSource('CREATE', ref, undefined, facts).problems, ['spec.credentials.secretRef.name must name a Secret in this namespace']);
+  const neither = good();
+  delete (neither.spec.credentials as Record<string, unknown>).password;
+  assert.deepEqual(validateSource('CREATE', neither, undefined, facts).problems, ['spec.credentials.password is required (or secretRef naming a Secret that holds it)']);
+});
+
+test('only a secretRef that is new or renamed needs its author to be shown able to read the Secret', () => {
+  const withRefs = (vc: string, host: string) => ({
+    spec: { credentials: { username: 'u', secretRef: { name: vc } }, hosts: [{ id: 'host-1', credentials: { username: 'root', secretRef: { name: host } } }] },
+  });
+  assert.deepEqual(secretRefsToCheck(withRefs('a', 'b'), undefined), [
+    { field: 'spec.credentials', name: 'a' },
+    { field: 'spec.hosts[0].credentials', name: 'b' },
+  ]);
+  assert.deepEqual(secretRefsToCheck(withRefs('a', 'c'), withRefs('a', 'b')), [{ field: 'spec.hosts[0].credentials', name: 'c' }]);
+  assert.deepEqual(secretRefsToCheck(withRefs('a', 'b'), withRefs('a', 'b')), []);
 });

@@ -29,7 +29,14 @@ function checkCredentials(field: string, c: unknown, problems: string[], warning
   }
   const username = cred.username;
   if (!nonEmpty(username)) problems.push(`${field}.username is required`);
-  if (!nonEmpty(cred.password)) problems.push(`${field}.password is required`);
+  const ref = cred.secretRef;
+  if (ref !== undefined) {
+    const name = asString(asObject(ref)?.name);
+    if (cred.password !== undefined) problems.push(`${field}: set exactly one of password or secretRef, not both`);
+    if (!nonEmpty(name) || !isDNSName(name)) problems.push(`${field}.secretRef.name must name a Secret in this namespace`);
+    const key = asObject(ref)?.key;
+    if (key !== undefined && (!nonEmpty(key) || !/^[-._a-zA-Z0-9]+$/.test(key))) problems.push(`${field}.secretRef.key must be a Secret data key`);
+  } else if (!nonEmpty(cred.password)) problems.push(`${field}.password is required (or secretRef naming a Secret that holds it)`);
   if (who === 'vCenter' && nonEmpty(username) && !username.includes('@') && !username.includes('\\')) {
     warnings.push(
       `${field}.username ${show(username, 64)} has no @domain: vCenter reports a user without its SSO domain as a wrong password; use for example ${show(`${username}@vsphere.local`, 80)}`,
@@ -135,4 +142,24 @@ export function validateSource(operation: Operation, object: unknown, oldObject:
     });
   }
   return verdict(problems, warnings);
+}
+
+/**
+ * The secretRefs a write introduces or changes (field path and Secret name): those whose author must be
+ * shown to be able to read the Secret. An unchanged reference on UPDATE was checked when it was written.
+ */
+export function secretRefsToCheck(object: unknown, oldObject: unknown): Array<{ field: string; name: string }> {
+  const refs = (o: unknown): Map<string, { field: string; name: string }> => {
+    const spec = asObject(asObject(o)?.spec);
+    const out = new Map<string, { field: string; name: string }>();
+    const add = (key: string, field: string, cred: unknown) => {
+      const name = asString(asObject(asObject(cred)?.secretRef)?.name);
+      if (name) out.set(key, { field, name });
+    };
+    add('vcenter', 'spec.credentials', spec?.credentials);
+    (asArray(spec?.hosts) ?? []).forEach((h, i) => add(`host/${asString(asObject(h)?.id) ?? i}`, `spec.hosts[${i}].credentials`, asObject(h)?.credentials));
+    return out;
+  };
+  const before = refs(oldObject);
+  return [...refs(object)].filter(([k, r]) => before.get(k)?.name !== r.name).map(([, r]) => r);
 }

@@ -17,6 +17,7 @@ import { StaticCerts, generateCA, generateServingCert, startWebhookServer, type 
 import { VALIDATING_WEBHOOK_GVR, MUTATING_WEBHOOK_GVR } from '../../src/webhook/certs.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
 import { findKubectl } from '../../scripts/demo/tools.ts';
+import { SecretKeyring } from '../../src/credentials/keyring.ts';
 
 /** The chart under test; MC_CHART_DIR points at a modified copy to try an RBAC change. */
 const CHART = process.env.MC_CHART_DIR || join(REPO_ROOT, 'charts/migration-controller');
@@ -105,7 +106,10 @@ test("the controller, running with a token of the chart's ServiceAccount, import
   // identity) and the chart's configurations are pointed at it by URL instead of the Service.
   const ca = generateCA({ commonName: 'chart e2e webhook CA', validityMs: 86_400_000 });
   const serving = generateServingCert(ca, { commonName: '127.0.0.1', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], validityMs: 86_400_000 });
-  webhook = await startWebhookServer({ port: 0, host: '127.0.0.1', client: saClient, certs: new StaticCerts({ cert: serving.certPEM, key: serving.keyPEM }) });
+  // It seals passwords with the key ring the controller creates in the release namespace, under the
+  // chart's Role there.
+  const keyring = new SecretKeyring({ client: saClient, namespace: RELEASE_NS });
+  webhook = await startWebhookServer({ port: 0, host: '127.0.0.1', client: saClient, keyring, probeNamespace: RELEASE_NS, certs: new StaticCerts({ cert: serving.certPEM, key: serving.keyPEM }) });
   for (const [gvr, name] of [[VALIDATING_WEBHOOK_GVR, `${RELEASE}-validating`], [MUTATING_WEBHOOK_GVR, `${RELEASE}-early`]] as const) {
     const cur = (await admin.get(gvr, undefined, name)) as KubeObject & { webhooks: Array<{ clientConfig: Record<string, unknown> }> };
     for (const w of cur.webhooks) {

@@ -3,6 +3,9 @@
 import { parseConfig, type ControllerConfig } from '../../src/config.ts';
 import { runController } from '../../src/runtime/app.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
+import { KubeClient, isAlreadyExists, type KubeObject } from '../../src/runtime/kube.ts';
+import { GVRs } from '../../src/runtime/gvr.ts';
+import { loadKubeConfig } from '../../src/runtime/app.ts';
 
 export interface StartControllerOptions {
   kubeconfigPath: string;
@@ -20,6 +23,15 @@ export async function startController(opts: StartControllerOptions): Promise<{ s
     ...(opts.serviceCIDR ? { serviceCIDR: opts.serviceCIDR } : {}),
     ...(opts.extra ?? {}),
   };
+  // The controller's own namespace (projected Secrets, the credentials key) exists wherever it runs.
+  const admin = new KubeClient(loadKubeConfig(cfg));
+  try {
+    await admin.create(GVRs.Namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: cfg.podNamespace } } as KubeObject);
+  } catch (e) {
+    if (!isAlreadyExists(e)) throw e;
+  } finally {
+    admin.close();
+  }
   // Quiet by default; MC_LOG_LEVEL=debug shows the controller's logs while a test runs.
   const logger = createLogger({ level: process.env.MC_LOG_LEVEL ?? 'warn' });
   const ctl = await runController(cfg, { logger });

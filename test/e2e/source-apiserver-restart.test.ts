@@ -10,7 +10,7 @@ import { GVRs } from '../../src/runtime/gvr.ts';
 import { KubeClient, isAlreadyExists, type KubeObject } from '../../src/runtime/kube.ts';
 import { ControlPlane, REPO_ROOT, loadYamlObjects, waitFor } from './env/index.ts';
 import { startController } from './controller.ts';
-import { createSource, readyOf, waitForReason } from './source-helpers.ts';
+import { CONTROLLER_NS, createSource, readyOf, waitForReason } from './source-helpers.ts';
 
 async function installCRDs(c: KubeClient): Promise<void> {
   const crds = loadYamlObjects(join(REPO_ROOT, 'crds')).filter((o) => o.kind === 'CustomResourceDefinition') as KubeObject[];
@@ -60,8 +60,8 @@ test('the controller survives the API server restarting: informers resume and no
 
     const providers = (await c.list(GVRs.Provider, 'restart')).items.map((p) => p.metadata!.name!).sort();
     assert.deepEqual(providers, ['vmimport-after', 'vmimport-after-destination', 'vmimport-before', 'vmimport-before-destination']);
-    const secrets = (await c.list(GVRs.Secret, 'restart', { labelSelector: 'app.kubernetes.io/managed-by=migration-controller' })).items.map((s) => s.metadata!.name!).sort();
-    assert.deepEqual(secrets, ['vmimport-after-credentials', 'vmimport-before-credentials']);
+    const secrets = (await c.list(GVRs.Secret, CONTROLLER_NS, { labelSelector: 'forklift.cozystack.io/source-namespace=restart' })).items.map((s) => s.metadata!.labels!['forklift.cozystack.io/source']).sort();
+    assert.deepEqual(secrets, ['after', 'before']);
     const text = await (await fetch(ctl.metricsURL)).text();
     // The restarted API server's watch cache no longer knows the informers' resourceVersions (410 Gone):
     // they relisted instead of losing events.

@@ -6,7 +6,7 @@ import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import { freshNamespace, waitFor } from './env/index.ts';
 import { bootWorld, type BootedWorld } from './fixtures.ts';
-import { createSource, getSource, readyOf, waitForReason } from './source-helpers.ts';
+import { CONTROLLER_NS, createSource, getSource, projectedSecret, readyOf, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-connect.example.com/sdk';
 const world = vcenter({
@@ -41,7 +41,7 @@ after(async () => {
 
 const secretText = (s: KubeObject & { data?: Record<string, string> }, k: string): string => Buffer.from(s.data?.[k] ?? '', 'base64').toString('utf8');
 
-test('a source with good credentials becomes Ready=Connected, projects the Secret and Providers, and publishes its sorted VM inventory', async () => {
+test('a source with good credentials becomes Ready=Connected, projects the Secret (into the controller\'s namespace) and Providers, and publishes its sorted VM inventory', async () => {
   const ns = await freshNamespace('src');
   await createSource(c, ns, 'vc', spec());
   const s = await waitForReason(c, ns, 'vc', 'Connected');
@@ -51,14 +51,18 @@ test('a source with good credentials becomes Ready=Connected, projects the Secre
   assert.ok(s.status?.provider?.uid);
   assert.ok(s.metadata.finalizers?.includes('forklift.cozystack.io/finalizer'));
 
-  const secret = (await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials')) as KubeObject & { data: Record<string, string> };
+  const secret = (await projectedSecret(c, ns, 'vc')) as KubeObject & { data: Record<string, string> };
   assert.equal(secret.metadata?.labels?.['apps.cozystack.io/managed-by'], 'cozystack-migration');
   assert.equal(secretText(secret, 'user'), world.user);
   assert.equal(secretText(secret, 'cacert'), world.caPEM);
   assert.equal(secretText(secret, 'ca.crt'), world.caPEM);
   assert.equal(secretText(secret, 'insecureSkipVerify'), 'false');
   assert.equal(secretText(secret, 'url'), URL_VC);
-  assert.equal(secret.metadata?.ownerReferences?.[0]?.uid, s.metadata.uid);
+  assert.equal(secret.metadata?.labels?.['forklift.cozystack.io/source-uid'], s.metadata.uid);
+  assert.equal(secret.metadata?.namespace, CONTROLLER_NS);
+  // Nothing holding the credentials is left in the tenant's namespace.
+  const inTenantNs = (await c.list(GVRs.Secret, ns)).items.filter((x) => (x as KubeObject & { type?: string }).type !== 'kubernetes.io/service-account-token');
+  assert.deepEqual(inTenantNs.map((x) => x.metadata?.name), []);
 
   const providers = (await c.list(GVRs.Provider, ns)).items as Array<KubeObject & { spec: { type: string; url: string; settings?: { vddkInitImage?: string } } }>;
   assert.deepEqual(providers.map((p) => p.spec.type).sort(), ['openshift', 'vsphere']);
@@ -84,7 +88,7 @@ test('a wrong password gives AuthenticationFailed with Forklift words, and rotat
   assert.doesNotMatch(JSON.stringify(s.status), /wrong|vcenter-password/);
   await c.patch(GVRs.VMImportSource, ns, 'vc', { spec: { credentials: { password: world.password } } });
   await waitForReason(c, ns, 'vc', 'Connected');
-  const secret = (await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials')) as KubeObject & { data: Record<string, string> };
+  const secret = (await projectedSecret(c, ns, 'vc')) as KubeObject & { data: Record<string, string> };
   assert.equal(secretText(secret, 'password'), world.password);
 });
 
@@ -114,19 +118,16 @@ test('a CA that did not sign the vCenter certificate gives InvalidCACertificate 
   assert.match(readyOf(s)!.message, /x509: certificate signed by unknown authority/);
 });
 
-test('a same-named Secret the controller did not create is never overwritten: CredentialsMissing says why', async () => {
+test('a Secret in the tenant namespace named like the one earlier versions projected is neither read nor touched', async () => {
   const ns = await freshNamespace('src');
   await c.create(GVRs.Secret, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'vmimport-vc-credentials', namespace: ns }, data: { user: Buffer.from('someone-else').toString('base64') } } as KubeObject);
   await createSource(c, ns, 'vc', spec());
-  const s = await waitForReason(c, ns, 'vc', 'CredentialsMissing');
-  assert.match(readyOf(s)!.message, /not created by the migration controller/);
-  const secret = (await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials')) as KubeObject & { data: Record<string, string> };
-  assert.deepEqual(Object.keys(secret.data), ['user']);
-  assert.equal(secretText(secret, 'user'), 'someone-else');
-  assert.equal((await c.list(GVRs.Provider, ns)).items.length, 0, 'no Provider points at a foreign Secret');
-  // Once its owner removes it, the source proceeds by itself.
-  await c.delete(GVRs.Secret, ns, 'vmimport-vc-credentials');
-  await waitForReason(c, ns, 'vc', 'Connected', 30_000);
+  await waitForReason(c, ns, 'vc', 'Connected');
+  const tenantSecret = (await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials')) as KubeObject & { data: Record<string, string> };
+  assert.deepEqual(Object.keys(tenantSecret.data), ['user']);
+  assert.equal(secretText(tenantSecret, 'user'), 'someone-else');
+  const provider = (await c.get(GVRs.Provider, ns, 'vmimport-vc')) as KubeObject & { spec: { secret: { namespace: string } } };
+  assert.equal(provider.spec.secret.namespace, CONTROLLER_NS);
 });
 
 test('a host override Forklift cannot reach makes the source HostUnreachable; a reachable one is Ready per host', async () => {
@@ -155,8 +156,10 @@ test('two sources in one namespace never touch each other\'s hosts: removing a h
   const left = await hosts();
   assert.ok(!left.includes('vmimport-a-host-1'));
   assert.ok(left.includes('vmimport-b-host-1') && left.includes('vmimport-b-host-2') && left.includes('vmimport-a-host-2'));
-  const hostSecrets = (await c.list(GVRs.Secret, ns, { labelSelector: 'forklift.cozystack.io/host-id' })).items.map((s) => s.metadata!.name!).sort();
-  assert.deepEqual(hostSecrets, ['vmimport-a-host-2-credentials', 'vmimport-b-host-1-credentials', 'vmimport-b-host-2-credentials']);
+  const hostSecrets = (await c.list(GVRs.Secret, CONTROLLER_NS, { labelSelector: `forklift.cozystack.io/host-id,forklift.cozystack.io/source-namespace=${ns}` })).items
+    .map((s) => `${s.metadata!.labels!['forklift.cozystack.io/source']}/${s.metadata!.labels!['forklift.cozystack.io/host-id']}`)
+    .sort();
+  assert.deepEqual(hostSecrets, ['a/host-2', 'b/host-1', 'b/host-2']);
   await waitForReason(c, ns, 'b', 'Connected');
 });
 
@@ -171,12 +174,13 @@ test('deleting the source removes every Forklift object, Secret and the inventor
     const counts = await Promise.all([
       c.list(GVRs.Provider, ns),
       c.list(GVRs.Host, ns),
-      c.list(GVRs.Secret, ns, { labelSelector: 'forklift.cozystack.io/source=vc' }),
+      c.list(GVRs.Secret, CONTROLLER_NS, { labelSelector: `forklift.cozystack.io/source-namespace=${ns}` }),
       c.list(GVRs.ConfigMap, ns, { labelSelector: 'forklift.cozystack.io/source=vc' }),
     ]);
     return counts.every((l) => l.items.length === 0);
   });
-  assert.equal(await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials'), undefined);
+  assert.equal(await projectedSecret(c, ns, 'vc'), undefined);
+  assert.equal(await projectedSecret(c, ns, 'vc', 'host-2'), undefined);
 });
 
 test('the metrics endpoint reports reconciles under the one project prefix', async () => {
@@ -220,7 +224,7 @@ test('when vCenter\'s password changes, Forklift\'s AuthenticationFailed shows, 
     assert.match(readyOf(failed)!.message, /incorrect user name or password/);
     await c.patch(GVRs.VMImportSource, ns, 'vc', { spec: { credentials: { password: 'rotated-in-vcenter' } } });
     await waitForReason(c, ns, 'vc', 'Connected');
-    const secret = (await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials')) as KubeObject & { data: Record<string, string> };
+    const secret = (await projectedSecret(c, ns, 'vc')) as KubeObject & { data: Record<string, string> };
     assert.equal(secretText(secret, 'password'), 'rotated-in-vcenter');
   } finally {
     w.fixture.password = original;

@@ -7,7 +7,7 @@ import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient } from '../../src/runtime/kube.ts';
 import { freshNamespace, waitFor } from './env/index.ts';
 import { bootWorld, type BootedWorld } from './fixtures.ts';
-import { createSource, readyOf, waitForReason } from './source-helpers.ts';
+import { createSource, projectedSecret, readyOf, waitForReason } from './source-helpers.ts';
 
 const world = vcenter({ url: 'https://vcenter-late.example.com/sdk' });
 let booted: BootedWorld;
@@ -34,7 +34,7 @@ test('Forklift installed after start-up is picked up without a restart', async (
   const s = await waitForReason(c, ns, 'vc', 'ForkliftNotInstalled');
   assert.equal(readyOf(s)?.status, 'False');
   assert.equal((await fetch(readyz)).status, 200, 'readiness does not wait for an optional kind');
-  assert.equal(await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials'), undefined, 'nothing half-built while Forklift is absent');
+  assert.equal(await projectedSecret(c, ns, 'vc'), undefined, 'nothing half-built while Forklift is absent');
 
   await sim.installForklift();
   const ok = await waitForReason(c, ns, 'vc', 'Connected', 60_000);

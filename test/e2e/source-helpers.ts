@@ -3,6 +3,16 @@ import { KubeClient, type KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { VMImportSource, VMImportSourceSpec } from '../../src/api/types.ts';
 import { adminKubeConfig, waitFor } from './env/index.ts';
+import { DEFAULT_CONTROLLER_NAMESPACE } from '../../src/config.ts';
+import { projectedSecretName } from '../../src/forklift/provider.ts';
+
+/** Where an e2e controller keeps projected Secrets (its own namespace, POD_NAMESPACE unset). */
+export const CONTROLLER_NS = DEFAULT_CONTROLLER_NAMESPACE;
+
+/** The Forklift Secret projected for a source (or one of its hosts), from the controller's namespace. */
+export async function projectedSecret(c: KubeClient, ns: string, source: string, hostId?: string, controllerNs = CONTROLLER_NS): Promise<(KubeObject & { data?: Record<string, string> }) | undefined> {
+  return await c.get(GVRs.Secret, controllerNs, projectedSecretName(ns, source, hostId));
+}
 
 export async function adminClient(): Promise<KubeClient> {
   return new KubeClient(await adminKubeConfig(), { fieldManager: 'e2e' });

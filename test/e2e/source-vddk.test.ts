@@ -6,7 +6,7 @@ import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient } from '../../src/runtime/kube.ts';
 import { freshNamespace } from './env/index.ts';
 import { bootWorld, type BootedWorld } from './fixtures.ts';
-import { createSource, readyOf, waitForReason } from './source-helpers.ts';
+import { CONTROLLER_NS, createSource, projectedSecret, readyOf, waitForReason } from './source-helpers.ts';
 
 const world = vcenter({ url: 'https://vcenter-vddk.example.com/sdk' });
 let booted: BootedWorld;
@@ -33,8 +33,8 @@ test('VDDK missing: the source is Ready=False VDDKNotConfigured at once and noth
   assert.equal(readyOf(s)?.status, 'False');
   assert.match(readyOf(s)!.message, /VDDK/);
   assert.equal(s.status?.provider, undefined);
-  assert.equal((await c.list(GVRs.Secret, ns, { labelSelector: 'forklift.cozystack.io/source=vc' })).items.length, 0);
-  assert.equal(await c.get(GVRs.Secret, ns, 'vmimport-vc-credentials'), undefined);
+  assert.equal((await c.list(GVRs.Secret, CONTROLLER_NS, { labelSelector: `forklift.cozystack.io/source-namespace=${ns}` })).items.length, 0);
+  assert.equal(await projectedSecret(c, ns, 'vc'), undefined);
   assert.equal((await c.list(GVRs.Provider, ns)).items.length, 0);
   assert.equal((await c.list(GVRs.Host, ns)).items.length, 0);
   assert.equal(await c.get(GVRs.ConfigMap, ns, 'vmimport-inventory-vc'), undefined);

@@ -15,6 +15,7 @@ import { FileCerts, SelfManagedCerts, generateCA, generateServingCert, VALIDATIN
 import { installWebhookConfigurations, uninstallWebhookConfigurations } from '../../src/webhook/config.ts';
 import { startTestWebhook, testWebhookNames, type TestWebhook } from '../../src/webhook/testkit.ts';
 import { startWebhookServer } from '../../src/webhook/server.ts';
+import { StaticKeyring } from '../../src/credentials/keyring.ts';
 
 let client: KubeClient;
 let secretNs: string;
@@ -196,7 +197,7 @@ test('cert-manager mode reloads the mounted certificate without a restart', asyn
   };
   write();
   const certs = new FileCerts({ certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), pollIntervalMs: 100 });
-  const server = await startWebhookServer({ port: 0, host: '127.0.0.1', client, certs });
+  const server = await startWebhookServer({ port: 0, host: '127.0.0.1', client, certs, keyring: new StaticKeyring() });
   try {
     const first = await servedCert(server.port);
     // A half-written pair (new cert, old key) is not loaded: the old pair keeps serving.

@@ -5,21 +5,19 @@ import type { Gauge } from 'prom-client';
 import { CONDITION_READY, SourceReason } from '../../api/conditions.ts';
 import {
   ANNOTATION_INVENTORY_TRUNCATED,
-  COZY_MANAGED_BY_VALUE,
   FINALIZER,
-  LABEL_COZY_MANAGED_BY,
   LABEL_HOST_ID,
   LABEL_MANAGED_BY,
   LABEL_SOURCE,
   LABEL_SOURCE_UID,
   MANAGED_BY_VALUE,
-  credentialsSecretName,
   inventoryConfigMapName,
 } from '../../api/labels.ts';
-import { API_VERSION, KIND_SOURCE, type VMImportSource } from '../../api/types.ts';
+import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
 import { InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import {
+  credentialsSecretName,
   destinationProviderName,
   hostObjectName,
   hostSecretName,
@@ -40,6 +38,8 @@ import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject
 import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
 import { getCondition, patchStatus } from '../../runtime/status.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
+import type { KeyringSource } from '../../credentials/keyring.ts';
+import { SealError, isSealed, sealedKid, unseal } from '../../credentials/seal.ts';
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
 
@@ -73,6 +73,8 @@ export interface SourceReconcilerDeps {
   inventory?: (ctx: ReconcileContext) => InventoryClient;
   /** `migration_controller_source_ready{namespace,source}` (the chart's SourceLostReadiness alert). */
   sourceReady?: Gauge<'namespace' | 'source'>;
+  /** Opens sealed passwords (enc:v1:…) to project Forklift's Secrets. */
+  keyring?: KeyringSource;
 }
 
 /** The controller's own bearer token (kubeconfig token or in-cluster ServiceAccount token). */
@@ -150,7 +152,7 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
   const src = ctx.cache<VMImportSource & KubeObject>(GVRs.VMImportSource)?.get(key.namespace, key.name) as VMImportSource | undefined;
   if (!src || src.metadata.deletionTimestamp) deps.sourceReady?.remove({ namespace: key.namespace, source: key.name });
   if (!src) return {};
-  if (src.metadata.deletionTimestamp) return await finalize(src, ctx);
+  if (src.metadata.deletionTimestamp) return await finalize(cfg, src, ctx);
   if (!src.metadata.finalizers?.includes(FINALIZER)) {
     await ctx.client.patch(GVRs.VMImportSource, key.namespace, key.name, {
       metadata: { finalizers: [...(src.metadata.finalizers ?? []), FINALIZER], resourceVersion: src.metadata.resourceVersion },
@@ -161,7 +163,7 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
 
   const obs: SourceObservation = { source: src, now: ctx.now() };
   let result: Result = {};
-  obs.gate = await materialise(cfg, src, ctx, obs);
+  obs.gate = await materialise(cfg, deps, src, ctx, obs);
   if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
     result = { requeueAfterMs: REQUEUE_GATE_MS };
   } else if (!obs.gate) {
@@ -181,7 +183,8 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
  * Materialises Secret, Providers, Hosts; returns a gate verdict when something prevents it. Fills
  * obs.provider and obs.hosts.
  */
-async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
+async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, stored: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
+  const src = stored;
   if (!cfg.vddkImage) {
     return {
       reason: SourceReason.VDDKNotConfigured,
@@ -200,18 +203,18 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
   const ns = src.metadata.namespace!;
   const name = src.metadata.name!;
 
-  // 1. The credentials Secret: never overwrite a Secret that is not ours.
-  const secretName = credentialsSecretName(name);
-  const existing = await ctx.client.get<SecretObject>(GVRs.Secret, ns, secretName);
-  if (existing && existing.metadata?.labels?.[LABEL_COZY_MANAGED_BY] !== COZY_MANAGED_BY_VALUE) {
-    return {
-      reason: SourceReason.CredentialsMissing,
-      message: `A Secret named ${secretName} already exists in this namespace and was not created by the migration controller (it lacks the label ${LABEL_COZY_MANAGED_BY}=${COZY_MANAGED_BY_VALUE}); it is never overwritten. Rename or delete it, or rename the source.`,
-    };
-  }
+  // 0. The passwords in plain text, in memory only: the Forklift Secrets below are their one destination.
+  const opened = await openCredentials(deps, stored, ctx);
+  if ('gate' in opened) return opened.gate;
+  const plain = opened.source;
+
+  // 1. The credentials Secret, in the controller's own namespace: no tenant can create, read or replace
+  // it there, and the controller needs no access to Secrets in tenant namespaces.
+  const secretsNs = cfg.podNamespace;
+  const existing = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, credentialsSecretName(src));
   let secret: KubeObject;
   try {
-    secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(src), existing);
+    secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(plain, secretsNs), existing);
   } catch (e) {
     if (isWebhookAuthRejection(e)) {
       const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
@@ -223,12 +226,9 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
 
   // 2. Host Secrets and Hosts, one per spec.hosts[] entry.
   const hostSecretVersions: Record<string, string | undefined> = {};
-  for (const h of src.spec.hosts ?? []) {
-    const desired = renderHostSecret(src, h);
-    const cur = await ctx.client.get<SecretObject>(GVRs.Secret, ns, desired.metadata!.name!);
-    if (cur && cur.metadata?.labels?.[LABEL_SOURCE_UID] !== src.metadata.uid && cur.metadata?.labels?.[LABEL_COZY_MANAGED_BY] !== COZY_MANAGED_BY_VALUE) {
-      return { reason: SourceReason.CredentialsMissing, message: `A Secret named ${desired.metadata!.name} (for host ${h.id}) exists and is not managed by the migration controller; it is never overwritten.` };
-    }
+  for (const h of plain.spec.hosts ?? []) {
+    const desired = renderHostSecret(plain, h, secretsNs);
+    const cur = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, desired.metadata!.name!);
     try {
       hostSecretVersions[h.id] = (await ensure(ctx, GVRs.Secret, desired, cur)).metadata?.resourceVersion;
     } catch (e) {
@@ -238,7 +238,7 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
   }
 
   // 3. Providers.
-  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion), providers.get(ns, sourceProviderName(name)));
+  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), providers.get(ns, sourceProviderName(name)));
   await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
   // Report what the cache says (status written by Forklift), falling back to what we just wrote.
   obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
@@ -248,7 +248,7 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
   for (const h of src.spec.hosts ?? []) {
     const hn = hostObjectName(name, h.id);
     wanted.add(hn);
-    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id]), hostsCache.get(ns, hn));
+    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id], secretsNs), hostsCache.get(ns, hn));
     const cached = hostsCache.get(ns, hn);
     obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
   }
@@ -260,11 +260,56 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
     if (!wanted.has(h.metadata!.name!)) {
       ctx.log.info({ host: h.metadata?.name }, 'pruning a Host no longer in spec.hosts');
       const hostId = h.metadata?.labels?.[LABEL_HOST_ID];
-      if (hostId) await deleteOwnSecret(ctx, ns, hostSecretName(name, hostId), src.metadata.uid!);
+      if (hostId) await deleteOwnSecret(ctx, secretsNs, hostSecretName(src, hostId), src.metadata.uid!);
       await ctx.client.delete(GVRs.Host, ns, h.metadata!.name!, { uid: h.metadata?.uid });
     }
   }
   return undefined;
+}
+
+/**
+ * The source with every password in plain text, in memory only: sealed values opened, secretRef values
+ * read from the tenant's Secret (a plain-text password, written while no webhook sealed it, passes as it
+ * is). A password that cannot be had gates the source; the message names the field, the key id or the
+ * Secret, never a value.
+ */
+async function openCredentials(deps: SourceReconcilerDeps, src: VMImportSource, ctx: ReconcileContext): Promise<{ source: VMImportSource } | { gate: NonNullable<SourceObservation['gate']> }> {
+  const out = structuredClone(src);
+  const fields: Array<{ field: string; cred: TLSCredentials }> = [{ field: 'spec.credentials', cred: out.spec.credentials }];
+  (out.spec.hosts ?? []).forEach((h, i) => fields.push({ field: `spec.hosts[${i}].credentials`, cred: h.credentials }));
+  const ns = src.metadata.namespace!;
+  const gate = (message: string) => ({ gate: { reason: SourceReason.CredentialsMissing, message } });
+  for (const { field, cred } of fields) {
+    if (cred.secretRef) {
+      const key = cred.secretRef.key ?? 'password';
+      let s: SecretObject | undefined;
+      try {
+        s = await ctx.client.get<SecretObject>(GVRs.Secret, ns, cred.secretRef.name);
+      } catch (e) {
+        if (e instanceof ApiError && e.code === 403) return gate(`${field}.secretRef: the controller may not read Secrets in this namespace (this platform does not enable secretRef; write the password inline instead).`);
+        throw e;
+      }
+      const v = s?.data?.[key];
+      if (!s) return gate(`${field}.secretRef: the Secret ${cred.secretRef.name} does not exist in this namespace.`);
+      if (!v) return gate(`${field}.secretRef: the Secret ${cred.secretRef.name} has no key ${key}.`);
+      cred.password = Buffer.from(v, 'base64').toString('utf8');
+      delete cred.secretRef;
+      continue;
+    }
+    const sealed = cred.password;
+    if (!isSealed(sealed)) continue;
+    const unreadable = (why: string) => gate(`${field}.password is sealed but cannot be opened: ${why}. Write the password again in plain text; it is sealed on admission.`);
+    if (!deps.keyring) return unreadable('this controller has no credentials key ring');
+    try {
+      let ring = await deps.keyring.get();
+      const kid = sealedKid(sealed);
+      if (kid && !ring.keys.has(kid)) ring = await deps.keyring.get({ fresh: true });
+      cred.password = unseal(ring, sealed, ns);
+    } catch (e) {
+      return unreadable(e instanceof SealError ? e.message : `the key ring could not be read (${errMessage(e).slice(0, 200)})`);
+    }
+  }
+  return { source: out };
 }
 
 /** Publishes the inventory ConfigMap; false when the inventory could not be read (retry soon). */
@@ -328,7 +373,7 @@ async function deleteOwnSecret(ctx: ReconcileContext, ns: string, name: string, 
   if (ours) await ctx.client.delete(GVRs.Secret, ns, name, { uid: s.metadata?.uid });
 }
 
-async function finalize(src: VMImportSource, ctx: ReconcileContext): Promise<Result> {
+async function finalize(cfg: ControllerConfig, src: VMImportSource, ctx: ReconcileContext): Promise<Result> {
   if (!src.metadata.finalizers?.includes(FINALIZER)) return {};
   const ns = src.metadata.namespace!;
   const name = src.metadata.name!;
@@ -350,8 +395,11 @@ async function finalize(src: VMImportSource, ctx: ReconcileContext): Promise<Res
       if (!isNotFound(e)) throw e;
     }
   }
-  for (const id of hostIds) await deleteOwnSecret(ctx, ns, hostSecretName(name, id), uid);
-  await deleteOwnSecret(ctx, ns, credentialsSecretName(name), uid);
+  // Projected Secrets (controller's namespace), by their deterministic names: the controller may not
+  // list Secrets anywhere.
+  const secretsNs = cfg.podNamespace;
+  for (const id of hostIds) await deleteOwnSecret(ctx, secretsNs, hostSecretName(src, id), uid);
+  await deleteOwnSecret(ctx, secretsNs, credentialsSecretName(src), uid);
   for (const o of (await ctx.client.list(GVRs.ConfigMap, ns, { labelSelector: sel })).items) await ctx.client.delete(GVRs.ConfigMap, ns, o.metadata!.name!, { uid: o.metadata?.uid });
   // The inventory ConfigMap by name too, when ours (a label may have been edited away).
   const cm = await ctx.client.get(GVRs.ConfigMap, ns, inventoryConfigMapName(name));

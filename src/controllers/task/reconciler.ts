@@ -150,7 +150,12 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     ],
     async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
       inventory ??= defaultInventoryClient(cfg, ctx.client);
-      cidr ??= new ServiceCIDRResolver(ctx.client, { override: cfg.serviceCIDR });
+      if (!cidr) {
+        // The probe Service (Kubernetes < 1.33) is tried only in the controller's own namespace: the
+        // controller may create Services nowhere else (docs/security.md).
+        const resolver = new ServiceCIDRResolver(ctx.client, { override: cfg.serviceCIDR });
+        cidr = { resolve: () => resolver.resolve(cfg.podNamespace) };
+      }
       // From the informer cache, never behind our own last write (status, finalizer); a private copy,
       // because the reconcile edits it as it goes.
       const seen = await ownWrites.get(ctx, GVRs.VMImportTask, key.namespace, key.name);
