@@ -18,7 +18,7 @@ import {
 } from '../../api/labels.ts';
 import { API_VERSION, KIND_SOURCE, type VMImportSource } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
-import { InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
+import { CachedCA, InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import {
   destinationProviderName,
   hostObjectName,
@@ -84,15 +84,37 @@ export async function bearerToken(client: KubeClient): Promise<string | undefine
   return auth?.startsWith('Bearer ') ? auth.slice(7) : undefined;
 }
 
+// One cached inventory CA per client and Secret: reconcilers build an inventory client per pass, and
+// the webhook one per process; all of them share the CA read.
+const inventoryCAs = new WeakMap<KubeClient, Map<string, CachedCA>>();
+
+/** The inventory CA of `cfg`, read through `client` and cached by the Secret's resourceVersion. */
+export function inventoryCA(cfg: ControllerConfig, client: KubeClient): CachedCA {
+  let byName = inventoryCAs.get(client);
+  if (!byName) inventoryCAs.set(client, (byName = new Map()));
+  const key = `${cfg.forkliftNamespace}/${cfg.inventoryCASecret}`;
+  let ca = byName.get(key);
+  if (!ca) {
+    ca = new CachedCA({
+      read: async () => {
+        const s = await client.get<SecretObject>(GVRs.Secret, cfg.forkliftNamespace, cfg.inventoryCASecret);
+        if (!s) return undefined;
+        const d = s.data?.['ca.crt'];
+        return { resourceVersion: s.metadata?.resourceVersion, pem: d ? Buffer.from(d, 'base64').toString('utf8') : undefined };
+      },
+    });
+    byName.set(key, ca);
+  }
+  return ca;
+}
+
 export function defaultInventoryClient(cfg: ControllerConfig, client: KubeClient): InventoryClient {
+  const ca = inventoryCA(cfg, client);
   return new InventoryClient({
     baseURL: cfg.inventoryURL,
     forkliftNamespace: cfg.forkliftNamespace,
-    ca: async () => {
-      const s = await client.get<SecretObject>(GVRs.Secret, cfg.forkliftNamespace, cfg.inventoryCASecret);
-      const d = s?.data?.['ca.crt'];
-      return d ? Buffer.from(d, 'base64').toString('utf8') : undefined;
-    },
+    ca: () => ca.get(),
+    refreshCA: () => ca.refresh(),
     token: () => bearerToken(client),
   });
 }
