@@ -20,6 +20,7 @@ export { ControlPlane, type ControlPlaneInfo, type Identity, SERVICE_CIDR, TENAN
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 let shared: Promise<ControlPlaneInfo> | undefined;
+let privatePlane: Promise<ControlPlane> | undefined;
 
 /** The control plane of this test run (shared), or a private one when the file runs alone. */
 export function testEnv(): Promise<ControlPlaneInfo> {
@@ -28,13 +29,21 @@ export function testEnv(): Promise<ControlPlaneInfo> {
     if (file) {
       shared = Promise.resolve(JSON.parse(readFileSync(file, 'utf8')) as ControlPlaneInfo);
     } else {
-      shared = ControlPlane.start().then((cp) => {
+      // The private plane's processes must not hold the event loop, or `beforeExit` (which stops it)
+      // never fires and the process never ends.
+      privatePlane = ControlPlane.start({ letProcessExit: true }).then((cp) => {
         process.once('beforeExit', () => void cp.stop());
-        return cp.info;
+        return cp;
       });
+      shared = privatePlane.then((cp) => cp.info);
     }
   }
   return shared;
+}
+
+/** Stops the private control plane this process started, if any (a shared one is left to its owner). */
+export async function stopTestEnv(): Promise<void> {
+  if (privatePlane) await (await privatePlane).stop();
 }
 
 export function kubeConfigFor(kubeconfigPath: string): k8s.KubeConfig {
