@@ -296,6 +296,10 @@ async function publishInventory(cfg: ControllerConfig, deps: SourceReconcilerDep
   const inv = deps.inventory ? deps.inventory(ctx) : defaultInventoryClient(cfg, ctx.client);
   let vms;
   try {
+    // What is published for pickers is verified against the CA Forklift publishes now (one Secret read
+    // per publication, every few minutes per source): a rotation is reported here at once, while the
+    // task reconciler and the webhook use the CA cached by resourceVersion.
+    if (!deps.inventory) await inventoryCA(cfg, ctx.client).refresh();
     vms = await inv.listVMs(uid);
   } catch (e) {
     // Not a verdict on the source (Forklift says it is connected); tell the tenant and the operator.
