@@ -138,8 +138,8 @@ export function loadYamlObjects(path: string): k8s.KubernetesObject[] {
  * JSON (never through client-node's typed models, which drop fields such as
  * `x-kubernetes-preserve-unknown-fields` they do not know how to serialise).
  */
-export async function applyObjects(objs: k8s.KubernetesObject[], fieldManager = 'e2e'): Promise<void> {
-  const client = new KubeClient(await adminKubeConfig(), { fieldManager });
+export async function applyObjects(objs: k8s.KubernetesObject[], fieldManager = 'e2e', kc?: k8s.KubeConfig): Promise<void> {
+  const client = new KubeClient(kc ?? (await adminKubeConfig()), { fieldManager });
   const plurals = new Map<string, { plural: string; namespaced: boolean }>();
   const resolve = async (apiVersion: string, kind: string): Promise<GVR> => {
     const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/') as [string, string]) : ['', apiVersion];
@@ -166,9 +166,9 @@ export async function applyObjects(objs: k8s.KubernetesObject[], fieldManager = 
   client.close();
 }
 
-/** Installs our own CRDs (crds/). */
-export async function installOurCRDs(): Promise<void> {
-  await applyObjects(loadYamlObjects(join(REPO_ROOT, 'crds')));
+/** Installs our own CRDs (crds/), on this run's control plane or the one `kc` names. */
+export async function installOurCRDs(kc?: k8s.KubeConfig): Promise<void> {
+  await applyObjects(loadYamlObjects(join(REPO_ROOT, 'crds')), 'e2e', kc);
 }
 
 /** Cozystack's tenant access levels (test/fixtures/cozystack-tenant-roles.yaml), lowest first. */
