@@ -16,7 +16,8 @@ import { isAlreadyExists, KubeClient, type KubeObject } from '../src/runtime/kub
 import type { VMImportTask } from '../src/api/types.ts';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-export const RESULTS_DIR = join(REPO_ROOT, 'bench/results');
+// BENCH_RESULTS_DIR redirects the results (the smoke test writes into a temporary folder).
+export const RESULTS_DIR = process.env.BENCH_RESULTS_DIR ?? join(REPO_ROOT, 'bench/results');
 /** The audit-log user of the controller under test (ControlPlane's separate cluster-admin identity). */
 export const CONTROLLER_USER = 'migration-controller';
 export const VC_URL = 'https://vcenter-bench.example.com/sdk';

@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT, parseFlags } from './lib.ts';
+import { REPO_ROOT, RESULTS_DIR, parseFlags } from './lib.ts';
 
 interface Bench {
   name: string;
@@ -32,7 +32,7 @@ const all: Bench[] = [
 ];
 // The admission webhook's benchmark (its own file, its own flags through the environment).
 if (existsSync(join(REPO_ROOT, 'bench/webhook.ts'))) {
-  all.push({ name: 'webhook', file: 'bench/webhook.ts', flags: [], env: quick ? { BENCH_SECONDS: '2', BENCH_RATES: '50' } : {} });
+  all.push({ name: 'webhook', file: 'bench/webhook.ts', flags: quick ? ['--quick'] : [], env: quick ? { BENCH_SECONDS: '2', BENCH_RATES: '50' } : {} });
 }
 
 const only = flags.get('only')?.split(',');
@@ -57,4 +57,4 @@ if (failed.length) {
   console.error(`\nbenchmarks that failed to run: ${failed.join(', ')}`);
   process.exit(1);
 }
-console.log(`\nresults in ${join(REPO_ROOT, 'bench/results')}`);
+console.log(`\nresults in ${RESULTS_DIR}`);

@@ -5,12 +5,13 @@
 //
 //   node bench/webhook.ts                      # 50 and 200 req/s, 10 s each
 //   BENCH_RATES=50,200,400 BENCH_SECONDS=20 node bench/webhook.ts
+//   node bench/webhook.ts --quick              # writes webhook.quick.json (never replaces the figures)
 import https from 'node:https';
 import os from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { testEnv, adminKubeConfig, freshNamespace, installOurCRDs } from '../test/e2e/env/index.ts';
+import { join } from 'node:path';
+import { testEnv, adminKubeConfig, freshNamespace, installOurCRDs, stopTestEnv } from '../test/e2e/env/index.ts';
+import { RESULTS_DIR } from './lib.ts';
 import { KubeClient, type KubeObject } from '../src/runtime/kube.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
 import { PATHS } from '../src/webhook/config.ts';
@@ -143,8 +144,8 @@ const out = {
   kubeApiServer: env.server,
   results,
 };
-const file = join(dirname(fileURLToPath(import.meta.url)), 'results', 'webhook.json');
-mkdirSync(dirname(file), { recursive: true });
+const file = join(RESULTS_DIR, process.argv.includes('--quick') ? 'webhook.quick.json' : 'webhook.json');
+mkdirSync(RESULTS_DIR, { recursive: true });
 writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
 console.log(`wrote ${file}`);
 
@@ -152,4 +153,6 @@ agent.destroy();
 await wh.stop();
 await client.delete(GVRs.StorageClass, undefined, className).catch(() => undefined);
 client.close();
-// A private control plane (no MC_TESTENV) stops on beforeExit, once nothing else keeps the process alive.
+// The private control plane (no MC_TESTENV) is stopped here rather than left to `beforeExit`; with
+// nothing else pending the process then ends by itself.
+await stopTestEnv();

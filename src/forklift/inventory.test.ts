@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import forge from 'node-forge';
-import { InventoryClient, pickerList, statusInventory, type InventoryError } from './inventory.ts';
+import { CachedCA, InventoryClient, pickerList, statusInventory, type CASecretRead, type InventoryError } from './inventory.ts';
 
 function makeCA(cn: string): { cert: forge.pki.Certificate; key: forge.pki.rsa.PrivateKey; pem: string } {
   const keys = forge.pki.rsa.generateKeyPair(2048);
@@ -37,9 +37,9 @@ const ca = makeCA('inventory CA');
 const other = makeCA('rotated CA');
 const tls = serving(ca);
 
-async function withServer(fn: (url: string, seen: string[]) => Promise<void>): Promise<void> {
+async function withServer(fn: (url: string, seen: string[]) => Promise<void>, pair: { cert: string; key: string } = tls): Promise<void> {
   const seen: string[] = [];
-  const srv = https.createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
+  const srv = https.createServer({ cert: pair.cert, key: pair.key }, (req, res) => {
     seen.push(`${req.url} ${req.headers.authorization}`);
     if (req.url === '/providers/vsphere/p-1/vms') return void res.end(JSON.stringify([{ id: 'vm-2', name: 'b', path: '/dc/vm/b' }, { id: 'vm-1', name: 'a', path: '/dc/vm/a' }]));
     if (req.url === '/providers/vsphere/p-1/vms/vm-1') return void res.end(JSON.stringify({ id: 'vm-1', name: 'a', firmware: 'efi', disks: [{ key: 2000, file: '[ds] a/a.vmdk', datastore: { kind: 'Datastore', id: 'datastore-1' }, capacity: 1024 }] }));
@@ -109,4 +109,78 @@ test('the status inventory lists VMs by path, name and id, cut at a VM count or 
   assert.deepEqual([byBytes.listed, byBytes.truncated], [2, true]);
   assert.ok(Buffer.byteLength(JSON.stringify(byBytes.vms)) <= 100);
   assert.deepEqual(statusInventory([], 10, 100), { total: 0, listed: 0, truncated: false, vms: [] });
+});
+
+/** A stand-in for the Secret read: counts reads and serves whatever the test publishes. */
+function secretReader(initial: CASecretRead | undefined): { read: () => Promise<CASecretRead | undefined>; reads: () => number; publish: (s: CASecretRead | undefined) => void } {
+  let current = initial;
+  let n = 0;
+  return {
+    read: async () => {
+      n++;
+      return current && { ...current };
+    },
+    reads: () => n,
+    publish: (s) => (current = s),
+  };
+}
+
+test('the inventory CA Secret is read once for many inventory calls, and again only after its TTL', async () => {
+  await withServer(async (url) => {
+    let now = 1_000;
+    const secret = secretReader({ resourceVersion: '7', pem: ca.pem });
+    const cached = new CachedCA({ read: secret.read, ttlMs: 60_000, now: () => now });
+    const c = new InventoryClient({ baseURL: url, ca: () => cached.get(), refreshCA: () => cached.refresh(), token: () => 'tok' });
+    // A burst (concurrent calls before the first read returns) and then sequential calls.
+    await Promise.all(Array.from({ length: 5 }, () => c.listVMs('p-1')));
+    for (let i = 0; i < 10; i++) await c.getVM('p-1', 'vm-1');
+    assert.equal(secret.reads(), 1);
+    assert.equal(cached.resourceVersion, '7');
+    now += 60_000;
+    await c.listVMs('p-1');
+    assert.equal(secret.reads(), 2, 'one read once the TTL has passed');
+    await c.listVMs('p-1');
+    assert.equal(secret.reads(), 2);
+  });
+});
+
+test('a rotated inventory certificate makes the client re-read the CA Secret at once and succeed with the new CA', async () => {
+  await withServer(
+    async (url) => {
+      // The cache still holds the old CA; Forklift has already published the new one (a new resourceVersion).
+      const secret = secretReader({ resourceVersion: '7', pem: ca.pem });
+      const cached = new CachedCA({ read: secret.read, ttlMs: 60_000 });
+      assert.equal(await cached.get(), ca.pem);
+      secret.publish({ resourceVersion: '8', pem: other.pem });
+      const c = new InventoryClient({ baseURL: url, ca: () => cached.get(), refreshCA: () => cached.refresh(), token: () => 'tok' });
+      assert.equal((await c.listVMs('p-1')).length, 2);
+      assert.equal(secret.reads(), 2);
+      assert.equal(cached.resourceVersion, '8');
+      await c.listVMs('p-1');
+      assert.equal(secret.reads(), 2, 'the new CA is cached');
+    },
+    serving(other),
+  );
+});
+
+test('a certificate the re-read CA still does not validate is reported after one re-read, not retried in a loop', async () => {
+  await withServer(
+    async (url) => {
+      const secret = secretReader({ resourceVersion: '7', pem: ca.pem });
+      const cached = new CachedCA({ read: secret.read, ttlMs: 60_000 });
+      const c = new InventoryClient({ baseURL: url, ca: () => cached.get(), refreshCA: () => cached.refresh(), token: () => 'tok', forkliftNamespace: 'cozy-forklift' });
+      await assert.rejects(c.listVMs('p-1'), (e: InventoryError) => e.code === 'CAMismatch');
+      assert.equal(secret.reads(), 2, 'the first read and one re-read on the mismatch');
+    },
+    serving(other),
+  );
+});
+
+test('an absent inventory CA Secret is not cached: the next call reads it again', async () => {
+  const secret = secretReader(undefined);
+  const cached = new CachedCA({ read: secret.read, ttlMs: 60_000 });
+  assert.equal(await cached.get(), undefined);
+  secret.publish({ resourceVersion: '1', pem: ca.pem });
+  assert.equal(await cached.get(), ca.pem);
+  assert.equal(secret.reads(), 2);
 });

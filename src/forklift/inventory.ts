@@ -71,8 +71,16 @@ export interface InventoryDatastore {
 
 export interface InventoryClientOptions {
   baseURL: string;
-  /** PEM CA the server certificate must chain to; read per request (Forklift rotates it). */
+  /**
+   * PEM CA the server certificate must chain to, asked for per request (Forklift rotates it; a
+   * `CachedCA` answers from memory).
+   */
   ca: () => Promise<string | undefined> | string | undefined;
+  /**
+   * Called when the server's certificate does not chain to the CA: re-reads the CA and says whether it
+   * changed, in which case the request is tried once more with the new one.
+   */
+  refreshCA?: () => Promise<boolean>;
   /** Bearer token; read per request (projected tokens rotate). */
   token: () => Promise<string | undefined> | string | undefined;
   /** Forklift's namespace, named in the fix of a CA mismatch. */
@@ -108,6 +116,70 @@ export function inventoryCAFix(ns = 'cozy-forklift'): string {
   return `kubectl -n ${ns} rollout restart deploy/forklift-controller`;
 }
 
+/** The inventory CA Secret as read: its resourceVersion and the PEM under `ca.crt` (absent: undefined). */
+export interface CASecretRead {
+  resourceVersion?: string;
+  pem?: string;
+}
+
+/**
+ * Forklift rotates its inventory serving certificate and the CA Secret with it, but rarely; a re-read
+ * every 5 minutes bounds how long a CA that was removed or replaced (while the old one still validates)
+ * lingers. A rotation that breaks the handshake is not waited for: `refresh()` runs at once.
+ */
+export const INVENTORY_CA_TTL_MS = 5 * 60_000;
+
+/**
+ * The inventory CA, cached by the Secret's resourceVersion: read at most once per TTL (a burst of
+ * inventory calls shares one read), and re-read at once when the inventory's certificate does not
+ * validate against it. The Secret is read by name (the controller may not watch Secrets). An absent
+ * Secret or key is not cached: the next call reads again.
+ */
+export class CachedCA {
+  private readonly read: () => Promise<CASecretRead | undefined>;
+  private readonly ttlMs: number;
+  private readonly now: () => number;
+  private entry: { at: number; resourceVersion?: string; pem: string } | undefined;
+  private inflight: Promise<CASecretRead | undefined> | undefined;
+
+  constructor(o: { read: () => Promise<CASecretRead | undefined>; ttlMs?: number; now?: () => number }) {
+    this.read = o.read;
+    this.ttlMs = o.ttlMs ?? INVENTORY_CA_TTL_MS;
+    this.now = o.now ?? Date.now;
+  }
+
+  /** The resourceVersion of the Secret the cached CA came from. */
+  get resourceVersion(): string | undefined {
+    return this.entry?.resourceVersion;
+  }
+
+  async get(): Promise<string | undefined> {
+    if (this.entry && this.now() - this.entry.at < this.ttlMs) return this.entry.pem;
+    await this.load();
+    return this.entry?.pem;
+  }
+
+  /** Reads the Secret now; true when it holds a different CA than the cached one (a new resourceVersion). */
+  async refresh(): Promise<boolean> {
+    const before = this.entry;
+    await this.load();
+    const after = this.entry;
+    return !!after && (!before || after.resourceVersion !== before.resourceVersion || after.pem !== before.pem);
+  }
+
+  private async load(): Promise<void> {
+    this.inflight ??= this.read().finally(() => (this.inflight = undefined));
+    const s = await this.inflight;
+    if (!s?.pem) {
+      this.entry = undefined;
+      return;
+    }
+    // Same resourceVersion: same CA; only the freshness clock moves.
+    if (this.entry && s.resourceVersion !== undefined && s.resourceVersion === this.entry.resourceVersion) this.entry.at = this.now();
+    else this.entry = { at: this.now(), resourceVersion: s.resourceVersion, pem: s.pem };
+  }
+}
+
 export class InventoryClient {
   private readonly o: InventoryClientOptions;
   constructor(o: InventoryClientOptions) {
@@ -115,6 +187,16 @@ export class InventoryClient {
   }
 
   async get<T>(path: string): Promise<T> {
+    try {
+      return await this.getOnce<T>(path);
+    } catch (e) {
+      // A rotated serving certificate: the CA Secret may already hold the new CA; try once with it.
+      if (e instanceof InventoryError && e.code === 'CAMismatch' && this.o.refreshCA && (await this.o.refreshCA())) return await this.getOnce<T>(path);
+      throw e;
+    }
+  }
+
+  private async getOnce<T>(path: string): Promise<T> {
     const ca = await this.o.ca();
     const token = await this.o.token();
     const ns = this.o.forkliftNamespace ?? 'cozy-forklift';

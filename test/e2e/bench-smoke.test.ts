@@ -1,49 +1,103 @@
-// Every benchmark in its smallest form, so none can rot: they run end to end against a private control
-// plane (audit log on, PV binder at 1 s) with the simulator, and produce well-formed figures. Timings are
-// printed by `npm run bench`, never asserted here; what is asserted is what must hold at any size
-// (imports succeed, no reconcile errors, an idle controller makes no requests, the counts add up).
+// Every benchmark in its smallest form, run exactly as `npm run bench -- --quick` runs them (bench/run.ts,
+// one process per benchmark, each on its own private control plane: audit log on, PV binder at 1 s,
+// with the simulator), so none can rot and none can hang. Timings are printed by the benchmarks, never
+// asserted here; what is asserted is what must hold at any size: every benchmark process ends by itself
+// and leaves no control plane behind, imports succeed, no reconcile errors, an idle controller makes no
+// requests, the counts add up. Figures are read from the results files the run writes (into a
+// temporary folder, so a smoke run never touches bench/results).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startEnv, type BenchEnv } from '../../bench/lib.ts';
-import { benchIdle, benchStartup } from '../../bench/startup.ts';
-import { benchRequests } from '../../bench/requests.ts';
-import { benchLatency } from '../../bench/latency.ts';
-import { benchScale } from '../../bench/scale.ts';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT } from './env/index.ts';
+import { CONTROLPLANE_RECORD_ENV } from './env/controlplane.ts';
+import { alive } from './fixtures.ts';
+import type { IdleFigures, StartupFigures } from '../../bench/startup.ts';
+import type { RequestsFigures } from '../../bench/requests.ts';
+import type { LatencyFigures } from '../../bench/latency.ts';
+import type { ScaleFigures } from '../../bench/scale.ts';
 
-let env: BenchEnv;
+// The whole quick run takes ~3 min on a quiet 2-core machine and ~9 min on one loaded by other suites
+// (load average 20+: each private control plane then takes ~45 s to start). A benchmark that does not
+// end by itself never ends: this deadline turns that into a failure instead of a hung suite.
+const RUN_DEADLINE_MS = 15 * 60_000;
+
+const work = mkdtempSync(join(tmpdir(), 'mc-bench-smoke-'));
+const resultsDir = join(work, 'results');
+const recordFile = join(work, 'controlplanes.jsonl');
+let run: { code: number | null; signal: string | null; timedOut: boolean; output: string };
 
 before(async () => {
-  // requests 1+1, latency 2+2 (watch and poll-only), scale 2 tasks × 2 VMs.
-  env = await startEnv({ pvSyncPeriod: '1s', oneDiskVMs: 1 + 2 + 4, fourDiskVMs: 1 + 2 });
+  const args = [
+    join(REPO_ROOT, 'bench/run.ts'), '--quick',
+    '--pv-sync-period', '1s', '--repeats', '1', '--objects', '10', '--namespaces', '2', '--idle-seconds', '1',
+    '--poll-interval-ms', '1000', '--sizes', '2',
+  ];
+  // Its own process group, so a benchmark that hangs can be ended with everything it started.
+  const child = spawn(process.execPath, args, {
+    cwd: REPO_ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, MC_TESTENV: '', BENCH_RESULTS_DIR: resultsDir, [CONTROLPLANE_RECORD_ENV]: recordFile },
+  });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    process.kill(-child.pid!, 'SIGKILL');
+  }, RUN_DEADLINE_MS);
+  run = await new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, timedOut, output })));
+  clearTimeout(timer);
 });
 
-after(async () => {
-  await env?.stop();
+after(() => {
+  rmSync(work, { recursive: true, force: true });
 });
 
-test('an idle controller holding finished tasks makes no API requests once settled, and starts up to /readyz', async () => {
-  const idle = await benchIdle(env, { tasks: 10, namespaces: 2, idleSeconds: 1, quietMs: 1000 });
+function figures<T>(name: string): T {
+  const path = join(resultsDir, `${name}.quick.json`);
+  assert.ok(existsSync(path), `bench wrote ${name}.quick.json:\n${run.output.slice(-3000)}`);
+  return (JSON.parse(readFileSync(path, 'utf8')) as { figures: T }).figures;
+}
+
+test('every benchmark process of `npm run bench` ends by itself and leaves no control plane behind', () => {
+  assert.equal(run.timedOut, false, `bench/run.ts --quick did not end within ${RUN_DEADLINE_MS / 60_000} min:\n${run.output.slice(-3000)}`);
+  assert.equal(run.code, 0, run.output.slice(-3000));
+  const started = readFileSync(recordFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { dir: string; component: string; pid: number });
+  const planes = new Set(started.map((s) => s.dir));
+  // startup, requests, latency, scale (one size), webhook: one private control plane each.
+  assert.ok(planes.size >= 5, `one control plane per benchmark, saw ${planes.size}`);
+  for (const s of started) assert.equal(alive(s.pid), false, `${s.component} (pid ${s.pid}) of ${s.dir} outlived its benchmark`);
+  for (const d of planes) assert.equal(existsSync(d), false, `the control plane's folder ${d} was left behind`);
+});
+
+test('an idle controller holding finished tasks makes no API requests once settled, and starts up to /readyz', () => {
+  const idle = figures<IdleFigures>('idle');
   assert.ok(idle.requestsToSettle > 0, 'the start-up lists and watches are seen in the audit log');
   assert.equal(idle.requestsInWindow, 0, JSON.stringify(idle.byVerbResource));
-  const st = await benchStartup(env, { objects: 10, namespaces: 2, repeats: 1, createTasks: false });
+  const st = figures<StartupFigures>('startup');
   assert.equal(st.readyMs.length, 1);
   assert.ok(st.readyMsMedian > 0 && st.rssAtReadyMiBMedian > 0);
 });
 
-test('the requests of connecting a source and importing a 1-disk and a 4-disk VM are counted, reads and writes apart', async () => {
-  const f = await benchRequests(env, { repeats: 1, quietMs: 1000 });
+test('the requests of connecting a source and importing a 1-disk and a 4-disk VM are counted, reads and writes apart', () => {
+  const f = figures<RequestsFigures>('requests');
   assert.ok(f.sourceConnect.writes > 0);
   assert.deepEqual(f.imports.map((i) => i.disks), [1, 4]);
   for (const i of f.imports) {
-    const run = i.runs[0]!;
-    assert.equal(run.reads + run.writes, run.total);
-    assert.equal(Object.values(run.byVerbResource).reduce((a, b) => a + b, 0), run.total);
-    assert.ok((run.byVerbResource['create vminstances'] ?? 0) >= 1, `an import creates its VMInstance: ${JSON.stringify(run.byVerbResource)}`);
+    const r = i.runs[0]!;
+    assert.equal(r.reads + r.writes, r.total);
+    assert.equal(Object.values(r.byVerbResource).reduce((a, b) => a + b, 0), r.total);
+    assert.ok((r.byVerbResource['create vminstances'] ?? 0) >= 1, `an import creates its VMInstance: ${JSON.stringify(r.byVerbResource)}`);
   }
 });
 
-test('handoff latency is measured for the watching controller and the poll-only baseline side by side', async () => {
-  const f = await benchLatency(env, { repeats: 1, pollIntervalMs: 1000 });
+test('handoff latency is measured for the watching controller and the poll-only baseline side by side', () => {
+  const f = figures<LatencyFigures>('latency');
   for (const m of [f.watch, f.pollOnly]) {
     assert.equal(m.oneDisk.length, 1);
     assert.equal(m.fourDisk.length, 1);
@@ -52,11 +106,22 @@ test('handoff latency is measured for the watching controller and the poll-only 
   assert.ok(Number.isFinite(f.ratioOneDisk) && Number.isFinite(f.ratioFourDisk));
 });
 
-test('tasks started at once all become Ready without a reconcile error, with CPU, RSS and queue depth recorded', async () => {
-  const f = await benchScale(env, { tasks: 2, namespaces: 2 });
+test('tasks started at once all become Ready without a reconcile error, with CPU, RSS and queue depth recorded', () => {
+  const { rows } = figures<{ rows: ScaleFigures[] }>('scale');
+  assert.equal(rows.length, 1);
+  const f = rows[0]!;
   assert.equal(f.completed, true);
   assert.equal(f.failedTasks, 0);
   assert.equal(f.reconcileErrors, 0, JSON.stringify(f.reconcileErrorsByReason));
   assert.ok(f.cpuSeconds > 0 && f.peakRssMiB > 0);
   assert.ok(f.maxQueueDepth >= 0 && f.reconciles > 0);
+});
+
+test('the admission webhook answers every review of its benchmark', () => {
+  const f = JSON.parse(readFileSync(join(resultsDir, 'webhook.quick.json'), 'utf8')) as { results: Array<{ sent: number; ok: number; errors: number; errorReasons: Record<string, number> }> };
+  assert.ok(f.results.length >= 1);
+  for (const r of f.results) {
+    assert.ok(r.sent > 0);
+    assert.equal(r.ok, r.sent, JSON.stringify(r.errorReasons));
+  }
 });

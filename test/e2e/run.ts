@@ -1,13 +1,23 @@
-// `npm run test:e2e`: one control plane for the whole e2e run, shared by every test file.
-// Starts it, runs `node --test` over test/e2e/**/*.test.ts with MC_TESTENV naming its descriptor, stops
-// it on success, failure and interrupt, and fails the run if any component process outlived it.
-import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+// `npm run test:e2e`: the e2e files on two control planes side by side (shards), each file in its own
+// `node --test` process connected to its shard's plane through MC_TESTENV. Files are dealt to shards by
+// their measured durations (test/e2e/durations.json; longest first onto the least loaded shard), one file
+// at a time per plane — as before, a file never shares its plane with another file running. Each file's
+// output is printed whole when it ends, so two shards never interleave lines. Planes are stopped on
+// success, failure and interrupt, and the run fails if any component process outlived it.
+//
+//   node test/e2e/run.ts                        # every file, 2 shards
+//   node test/e2e/run.ts a.test.ts b.test.ts    # these files, 1 shard (one control plane)
+//   node test/e2e/run.ts --shards 1             # every file on one plane, one after another
+//   node test/e2e/run.ts --write-durations      # also record this run's per-file durations
+// MC_E2E_SHARDS sets the default number of shards.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { KubeClient } from '../../src/runtime/kube.ts';
 import { ControlPlane } from './env/controlplane.ts';
-import { REPO_ROOT, adminKubeConfig, installOurCRDs } from './env/index.ts';
+import { REPO_ROOT, installOurCRDs, kubeConfigFor } from './env/index.ts';
 import { alive, installStandInCRDs } from './fixtures.ts';
+import { planShards } from './env/shards.ts';
 
 function findTests(dir: string): string[] {
   const out: string[] = [];
@@ -19,57 +29,132 @@ function findTests(dir: string): string[] {
   return out.sort();
 }
 
-// The files that remove Forklift's CRDs and install them again ("absent or late Forklift") run first:
-// the garbage collector learns of the reinstalled kinds only at its next discovery resync (~30 s), which
-// then passes while the other files run instead of stalling the first deletion of a file right after.
-const FORKLIFT_REINSTALLERS = ['sim-late-forklift.test.ts', 'source-forklift-late.test.ts'];
-const reinstallsForklift = (f: string): boolean => FORKLIFT_REINSTALLERS.some((n) => f.endsWith(`/${n}`));
+const DURATIONS_FILE = join(REPO_ROOT, 'test/e2e/durations.json');
+// A file's whole `node --test` run may take this long (the slowest file takes ~2 min on a busy box).
+const FILE_TIMEOUT_MS = 10 * 60_000;
 
-const filter = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const flagValue = (name: string): string | undefined => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const writeDurations = argv.includes('--write-durations');
+const filter = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--shards').map((f) => join(process.cwd(), f));
 const found = findTests(join(REPO_ROOT, 'test/e2e'));
-const files = filter.length ? filter : [...found.filter(reinstallsForklift), ...found.filter((f) => !reinstallsForklift(f))];
+const files = filter.length ? filter : found;
+const shardCount = Math.max(1, Math.min(files.length, Number(flagValue('shards') ?? process.env.MC_E2E_SHARDS ?? (filter.length ? 1 : 2))));
 
-const cp = await ControlPlane.start();
-const descriptor = join(cp.info.dir, 'testenv.json');
-writeFileSync(descriptor, JSON.stringify(cp.info, null, 2));
-process.env.MC_TESTENV = descriptor;
-
-let code = 1;
-try {
-  // Every CRD a file uses, installed once before the first file: kube-controller-manager's garbage
-  // collector learns of a new kind only at its discovery resync (~30 s), so a kind installed by a file
-  // made that file's first Orphan/Background deletion of it wait up to 30 s. Files still install what
-  // they need (idempotent), so each also runs on its own.
-  await installOurCRDs();
-  const admin = new KubeClient(await adminKubeConfig());
+/** Seconds per file (repository-relative path) from the last recorded full run. */
+function knownDurations(): Record<string, number> {
   try {
-    await installStandInCRDs(admin);
-  } finally {
-    admin.close();
+    return JSON.parse(readFileSync(DURATIONS_FILE, 'utf8')) as Record<string, number>;
+  } catch {
+    return {};
   }
-  code = await new Promise<number>((resolve) => {
-    const child = spawn(
-      process.execPath,
-      ['--test', '--test-reporter=spec', '--test-concurrency=1', `--test-timeout=${10 * 60_000}`, ...files],
-      { stdio: 'inherit', env: process.env },
-    );
-    const forward = (sig: NodeJS.Signals): void => {
-      child.kill(sig);
-    };
-    process.on('SIGINT', forward);
-    process.on('SIGTERM', forward);
-    child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)));
-  });
-} finally {
-  await cp.stop({ keepDir: code !== 0 });
 }
 
-const survivors = Object.entries(cp.info.pids).filter(([, pid]) => alive(pid));
+interface FileResult {
+  file: string;
+  shard: number;
+  code: number;
+  seconds: number;
+}
+
+const running = new Set<ChildProcess>();
+let interrupted = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    interrupted = true;
+    for (const c of running) c.kill(sig);
+  });
+}
+
+function runFile(file: string, shard: number, descriptor: string): Promise<FileResult> {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ['--test', '--test-reporter=spec', `--test-timeout=${FILE_TIMEOUT_MS}`, file],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: descriptor } },
+    );
+    running.add(child);
+    const out: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => out.push(c));
+    child.on('close', (c, sig) => {
+      running.delete(child);
+      const r: FileResult = { file, shard, code: c ?? (sig ? 1 : 0), seconds: Math.round((Date.now() - t0) / 100) / 10 };
+      const head = `── [plane ${shard + 1}] ${relative(REPO_ROOT, file)}: ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`} in ${r.seconds} s`;
+      process.stdout.write(`\n${head}\n${Buffer.concat(out).toString('utf8')}`);
+      resolve(r);
+    });
+  });
+}
+
+async function runShard(shard: number, list: string[]): Promise<{ results: FileResult[]; survivors: string[]; logsDir?: string }> {
+  const cp = await ControlPlane.start();
+  const descriptor = join(cp.info.dir, 'testenv.json');
+  writeFileSync(descriptor, JSON.stringify(cp.info, null, 2));
+  const results: FileResult[] = [];
+  let failed = false;
+  try {
+    // Every CRD a file uses, installed once before the first file: kube-controller-manager's garbage
+    // collector learns of a new kind only at its discovery resync (~30 s), so a kind installed by a file
+    // made that file's first Orphan/Background deletion of it wait up to 30 s. Files still install what
+    // they need (idempotent), so each also runs on its own.
+    const kc = kubeConfigFor(cp.info.admin.kubeconfigPath);
+    await installOurCRDs(kc);
+    const admin = new KubeClient(kc);
+    try {
+      await installStandInCRDs(admin);
+    } finally {
+      admin.close();
+    }
+    for (const f of list) {
+      if (interrupted) break;
+      const r = await runFile(f, shard, descriptor);
+      results.push(r);
+      if (r.code !== 0) failed = true;
+    }
+  } catch (e) {
+    failed = true;
+    console.error(`[testenv] plane ${shard + 1}: ${(e as Error).message}`);
+  } finally {
+    await cp.stop({ keepDir: failed || interrupted });
+  }
+  const survivors = Object.entries(cp.info.pids).filter(([, pid]) => alive(pid)).map(([n, p]) => `${n}(${p})`);
+  return { results, survivors, logsDir: failed ? cp.info.logsDir : undefined };
+}
+
+const plan = planShards(files, shardCount, knownDurations(), (f) => relative(REPO_ROOT, f));
+const t0 = Date.now();
+console.error(`[testenv] ${files.length} files on ${plan.length} control plane(s): ${plan.map((s, i) => `plane ${i + 1}: ${s.length} files`).join(', ')}`);
+const shards = await Promise.all(plan.map((list, i) => runShard(i, list)));
+const all = shards.flatMap((s) => s.results);
+const wall = Math.round((Date.now() - t0) / 1000);
+
+let code = interrupted ? 130 : 0;
+const ran = new Set(all.map((r) => r.file));
+const notRun = files.filter((f) => !ran.has(f));
+const failedFiles = all.filter((r) => r.code !== 0);
+if (failedFiles.length || notRun.length) code = code || 1;
+console.log(`\n[testenv] ${all.length - failedFiles.length}/${files.length} files passed in ${wall} s on ${plan.length} plane(s)`);
+for (const [i, s] of shards.entries()) console.log(`[testenv]   plane ${i + 1}: ${s.results.reduce((a, r) => a + r.seconds, 0).toFixed(0)} s over ${s.results.length} files`);
+for (const r of failedFiles) console.log(`[testenv]   FAILED: ${relative(REPO_ROOT, r.file)} (plane ${r.shard + 1})`);
+for (const f of notRun) console.log(`[testenv]   not run: ${relative(REPO_ROOT, f)}`);
+
+const survivors = shards.flatMap((s) => s.survivors);
 if (survivors.length) {
-  console.error(`[testenv] processes outlived the run: ${survivors.map(([n, p]) => `${n}(${p})`).join(', ')}`);
+  console.error(`[testenv] processes outlived the run: ${survivors.join(', ')}`);
   code = code || 1;
 } else {
   console.error('[testenv] every etcd/kube-* process of this run has exited');
 }
-if (code !== 0 && existsSync(cp.info.logsDir)) console.error(`[testenv] component logs: ${cp.info.logsDir}`);
+for (const s of shards) if (s.logsDir && existsSync(s.logsDir)) console.error(`[testenv] component logs: ${s.logsDir}`);
+
+if (writeDurations && !filter.length && !interrupted) {
+  const rec = Object.fromEntries(all.map((r) => [relative(REPO_ROOT, r.file), r.seconds]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))));
+  writeFileSync(DURATIONS_FILE, `${JSON.stringify(rec, null, 2)}\n`);
+  console.error(`[testenv] durations written to ${relative(REPO_ROOT, DURATIONS_FILE)}`);
+}
 process.exit(code);

@@ -15,7 +15,7 @@ import {
 } from '../../api/labels.ts';
 import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
-import { InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
+import { CachedCA, InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import {
   credentialsSecretName,
   destinationProviderName,
@@ -86,15 +86,37 @@ export async function bearerToken(client: KubeClient): Promise<string | undefine
   return auth?.startsWith('Bearer ') ? auth.slice(7) : undefined;
 }
 
+// One cached inventory CA per client and Secret: reconcilers build an inventory client per pass, and
+// the webhook one per process; all of them share the CA read.
+const inventoryCAs = new WeakMap<KubeClient, Map<string, CachedCA>>();
+
+/** The inventory CA of `cfg`, read through `client` and cached by the Secret's resourceVersion. */
+export function inventoryCA(cfg: ControllerConfig, client: KubeClient): CachedCA {
+  let byName = inventoryCAs.get(client);
+  if (!byName) inventoryCAs.set(client, (byName = new Map()));
+  const key = `${cfg.forkliftNamespace}/${cfg.inventoryCASecret}`;
+  let ca = byName.get(key);
+  if (!ca) {
+    ca = new CachedCA({
+      read: async () => {
+        const s = await client.get<SecretObject>(GVRs.Secret, cfg.forkliftNamespace, cfg.inventoryCASecret);
+        if (!s) return undefined;
+        const d = s.data?.['ca.crt'];
+        return { resourceVersion: s.metadata?.resourceVersion, pem: d ? Buffer.from(d, 'base64').toString('utf8') : undefined };
+      },
+    });
+    byName.set(key, ca);
+  }
+  return ca;
+}
+
 export function defaultInventoryClient(cfg: ControllerConfig, client: KubeClient): InventoryClient {
+  const ca = inventoryCA(cfg, client);
   return new InventoryClient({
     baseURL: cfg.inventoryURL,
     forkliftNamespace: cfg.forkliftNamespace,
-    ca: async () => {
-      const s = await client.get<SecretObject>(GVRs.Secret, cfg.forkliftNamespace, cfg.inventoryCASecret);
-      const d = s?.data?.['ca.crt'];
-      return d ? Buffer.from(d, 'base64').toString('utf8') : undefined;
-    },
+    ca: () => ca.get(),
+    refreshCA: () => ca.refresh(),
     token: () => bearerToken(client),
   });
 }
@@ -319,6 +341,10 @@ async function publishInventory(cfg: ControllerConfig, deps: SourceReconcilerDep
   const inv = deps.inventory ? deps.inventory(ctx) : defaultInventoryClient(cfg, ctx.client);
   let vms;
   try {
+    // What is published for pickers is verified against the CA Forklift publishes now (one Secret read
+    // per publication, every few minutes per source): a rotation is reported here at once, while the
+    // task reconciler and the webhook use the CA cached by resourceVersion.
+    if (!deps.inventory) await inventoryCA(cfg, ctx.client).refresh();
     vms = await inv.listVMs(uid);
   } catch (e) {
     // Not a verdict on the source (Forklift says it is connected); tell the tenant and the operator.

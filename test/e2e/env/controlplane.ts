@@ -3,7 +3,7 @@
 // binaries come from KUBEBUILDER_ASSETS or scripts/install-testenv.sh (which builds them once per machine).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -39,7 +39,20 @@ export interface ControlPlaneOptions {
    * the kubelet and the endpoints controller for processes it runs itself).
    */
   serviceRoutingByTest?: boolean;
+  /**
+   * The components (and their log pipes) do not keep this process's event loop alive. For a control
+   * plane stopped on `beforeExit`: that event fires only once nothing else is pending, which running
+   * children with piped output would prevent forever (a benchmark that never exits).
+   */
+  letProcessExit?: boolean;
 }
+
+/**
+ * When set, names a file to which every control plane started appends one JSON line per component
+ * (`{ dir, component, pid }`), so a test can check that a process it ran left no etcd or kube-* process
+ * and no working directory behind.
+ */
+export const CONTROLPLANE_RECORD_ENV = 'MC_CONTROLPLANE_RECORD';
 
 export interface ControlPlaneInfo {
   server: string;
@@ -366,6 +379,13 @@ export class ControlPlane {
       : spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     proc.stdout?.pipe(out);
     proc.stderr?.pipe(out);
+    if (this.opts.letProcessExit) {
+      proc.unref();
+      (proc.stdout as { unref?: () => void } | null)?.unref?.();
+      (proc.stderr as { unref?: () => void } | null)?.unref?.();
+    }
+    const record = process.env[CONTROLPLANE_RECORD_ENV];
+    if (record && proc.pid) appendFileSync(record, JSON.stringify({ dir: this.info.dir, component: name, pid: proc.pid }) + '\n');
     children.add(proc);
     proc.on('exit', () => children.delete(proc));
     this.procs.set(name, { proc, args, bin, log });

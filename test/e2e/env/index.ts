@@ -20,6 +20,7 @@ export { ControlPlane, type ControlPlaneInfo, type Identity, SERVICE_CIDR, TENAN
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 let shared: Promise<ControlPlaneInfo> | undefined;
+let privatePlane: Promise<ControlPlane> | undefined;
 
 /** The control plane of this test run (shared), or a private one when the file runs alone. */
 export function testEnv(): Promise<ControlPlaneInfo> {
@@ -28,13 +29,21 @@ export function testEnv(): Promise<ControlPlaneInfo> {
     if (file) {
       shared = Promise.resolve(JSON.parse(readFileSync(file, 'utf8')) as ControlPlaneInfo);
     } else {
-      shared = ControlPlane.start().then((cp) => {
+      // The private plane's processes must not hold the event loop, or `beforeExit` (which stops it)
+      // never fires and the process never ends.
+      privatePlane = ControlPlane.start({ letProcessExit: true }).then((cp) => {
         process.once('beforeExit', () => void cp.stop());
-        return cp.info;
+        return cp;
       });
+      shared = privatePlane.then((cp) => cp.info);
     }
   }
   return shared;
+}
+
+/** Stops the private control plane this process started, if any (a shared one is left to its owner). */
+export async function stopTestEnv(): Promise<void> {
+  if (privatePlane) await (await privatePlane).stop();
 }
 
 export function kubeConfigFor(kubeconfigPath: string): k8s.KubeConfig {
@@ -129,8 +138,8 @@ export function loadYamlObjects(path: string): k8s.KubernetesObject[] {
  * JSON (never through client-node's typed models, which drop fields such as
  * `x-kubernetes-preserve-unknown-fields` they do not know how to serialise).
  */
-export async function applyObjects(objs: k8s.KubernetesObject[], fieldManager = 'e2e'): Promise<void> {
-  const client = new KubeClient(await adminKubeConfig(), { fieldManager });
+export async function applyObjects(objs: k8s.KubernetesObject[], fieldManager = 'e2e', kc?: k8s.KubeConfig): Promise<void> {
+  const client = new KubeClient(kc ?? (await adminKubeConfig()), { fieldManager });
   const plurals = new Map<string, { plural: string; namespaced: boolean }>();
   const resolve = async (apiVersion: string, kind: string): Promise<GVR> => {
     const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/') as [string, string]) : ['', apiVersion];
@@ -157,9 +166,9 @@ export async function applyObjects(objs: k8s.KubernetesObject[], fieldManager = 
   client.close();
 }
 
-/** Installs our own CRDs (crds/). */
-export async function installOurCRDs(): Promise<void> {
-  await applyObjects(loadYamlObjects(join(REPO_ROOT, 'crds')));
+/** Installs our own CRDs (crds/), on this run's control plane or the one `kc` names. */
+export async function installOurCRDs(kc?: k8s.KubeConfig): Promise<void> {
+  await applyObjects(loadYamlObjects(join(REPO_ROOT, 'crds')), 'e2e', kc);
 }
 
 /** Cozystack's tenant access levels (test/fixtures/cozystack-tenant-roles.yaml), lowest first. */
