@@ -64,7 +64,7 @@ test('the source Provider is vsphere with the VDDK image and sdkEndpoint vcenter
   assert.equal(p.metadata.name, sourceProviderName('vcenter-prod'));
   assert.equal(p.metadata.annotations?.['forklift.cozystack.io/secret-version'], '42');
   const d = renderDestinationProvider(src()) as { spec: Record<string, unknown>; metadata: { name: string } };
-  assert.deepEqual(d.spec, { type: 'openshift', url: '' });
+  assert.deepEqual(d.spec, { type: 'openshift', url: '', secret: {} });
   assert.equal(d.metadata.name, destinationProviderName('vcenter-prod'));
 });
 

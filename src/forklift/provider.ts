@@ -176,8 +176,10 @@ export function renderDestinationProvider(src: VMImportSource): KubeObject {
       labels: sourceLabels(src),
       ownerReferences: [sourceOwnerRef(src)],
     },
-    // An openshift Provider with an empty url and no secret is "this cluster".
-    spec: { type: 'openshift', url: '' },
+    // An openshift Provider with an empty url is "this cluster" (Provider.IsHost, kubev2v/forklift@v2.11.5:
+    // pkg/apis/forklift/v1beta1/provider.go). `secret` is still required by the CRD (ProviderSpec.Secret is an
+    // ObjectReference without omitempty): an empty reference, which validateSecret skips for the host provider.
+    spec: { type: 'openshift', url: '', secret: {} },
   };
 }
 
