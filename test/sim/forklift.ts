@@ -458,7 +458,7 @@ export class Forklift {
         started: run.started,
         ...(run.completed ? { completed: run.completed } : {}),
         vms: run.vms,
-        history: this.history(prevMig.history, run),
+        history: this.history(prevMig.history, run, plan),
       };
       if (!run.result) conds.push(cond('Executing', 'Advisory', 'Started', 'The plan is EXECUTING.'));
       else conds.push(this.terminal(run, 'plan'));
@@ -478,11 +478,28 @@ export class Forklift {
     return { ...cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', `${subject} been CANCELED.`), durable: true };
   }
 
-  private history(prev: unknown, run: Run): unknown[] {
-    const h = ((prev ?? []) as Array<{ migration?: { uid?: string; name?: string; namespace?: string }; conditions?: unknown }>).filter((x) => x.migration?.uid !== run.migration.metadata.uid);
+  /**
+   * One snapshot per Migration, as Forklift's newSnapshot writes it (kubev2v/forklift@v2.11.5:
+   * pkg/controller/plan/controller.go newSnapshot; plan/snapshot.go): the plan, the migration, both providers
+   * and both maps, each as {namespace, name, uid, generation} (all required by the CRD), plus conditions.
+   */
+  private history(prev: unknown, run: Run, plan: Obj): unknown[] {
+    const h = ((prev ?? []) as Array<Record<string, unknown> & { migration?: { uid?: string } }>).filter((x) => x.migration?.uid !== run.migration.metadata.uid);
+    const snap = (o: Obj | undefined, ref?: { name?: string; namespace?: string }): Record<string, unknown> => ({
+      namespace: o?.metadata.namespace ?? ref?.namespace ?? '',
+      name: o?.metadata.name ?? ref?.name ?? '',
+      uid: o?.metadata.uid ?? '',
+      generation: o?.metadata.generation ?? 0,
+    });
+    const spec = plan.spec ?? {};
+    const get = (i: Informer | undefined, ref?: { name?: string; namespace?: string }): Obj | undefined => (ref?.name && ref.namespace ? i?.get(ref.namespace, ref.name) : undefined);
+    const inf = this.ctx.inf;
     h.push({
-      migration: { name: run.migration.metadata.name, namespace: run.migration.metadata.namespace, uid: run.migration.metadata.uid },
-      conditions: run.result ? [this.terminal(run, 'plan')] : [cond('Executing', 'Advisory', 'Started', 'The plan is EXECUTING.')],
+      plan: snap(plan),
+      migration: snap(run.migration),
+      provider: { source: snap(get(inf.provider, spec.provider?.source), spec.provider?.source), destination: snap(get(inf.provider, spec.provider?.destination), spec.provider?.destination) },
+      map: { network: snap(get(inf.nmap, spec.map?.network), spec.map?.network), storage: snap(get(inf.smap, spec.map?.storage), spec.map?.storage) },
+      conditions: stamp(run.result ? [this.terminal(run, 'plan')] : [cond('Executing', 'Advisory', 'Started', 'The plan is EXECUTING.')], undefined),
     });
     return h;
   }
