@@ -23,6 +23,8 @@ export const SourceReason = {
   CredentialsMissing: 'CredentialsMissing',
   VDDKNotConfigured: 'VDDKNotConfigured',
   ForkliftNotInstalled: 'ForkliftNotInstalled',
+  /** The installed Plan CRD lacks a field every Plan relies on (src/forklift/features.ts). */
+  ForkliftTooOld: 'ForkliftTooOld',
   HostUnreachable: 'HostUnreachable',
   Deleting: 'Deleting',
 } as const;
@@ -40,6 +42,7 @@ export const TaskReason = {
   Creating: 'Creating',
   Succeeded: 'Succeeded',
   ForkliftNotInstalled: 'ForkliftNotInstalled',
+  ForkliftTooOld: 'ForkliftTooOld',
   // preflight (terminal: the user must change something)
   StorageClassNotFound: 'StorageClassNotFound',
   StorageClassWaitForFirstConsumer: 'StorageClassWaitForFirstConsumer',

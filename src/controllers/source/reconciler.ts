@@ -15,6 +15,7 @@ import {
 } from '../../api/labels.ts';
 import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
+import { PLAN_CRD_NAME, forkliftTooOldMessage, missingPlanFields } from '../../forklift/features.ts';
 import { CachedCA, InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import {
   credentialsSecretName,
@@ -65,6 +66,9 @@ const REQUEUE_READY_MS = 5 * 60_000;
 // (foreign Secrets are outside our label-selected Secret watch): look again every 10 s.
 const REQUEUE_GATE_MS = 10_000;
 const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.AuthenticationFailed, SourceReason.HostUnreachable]);
+// An upgrade of Forklift replaces its Plan CRD, which no watch of ours reports to a source: look again
+// every 15 s (one GET of one CRD), so a source gated on ForkliftTooOld connects soon after the upgrade.
+const REQUEUE_FORKLIFT_TOO_OLD_MS = 15_000;
 // The inventory could not be read (still loading, stale certificate): try again soon.
 const REQUEUE_INVENTORY_RETRY_MS = 5_000;
 
@@ -188,6 +192,8 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
   obs.gate = await materialise(cfg, deps, src, ctx, obs);
   if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
     result = { requeueAfterMs: REQUEUE_GATE_MS };
+  } else if (obs.gate?.reason === SourceReason.ForkliftTooOld) {
+    result = { requeueAfterMs: REQUEUE_FORKLIFT_TOO_OLD_MS };
   } else if (!obs.gate) {
     const st = deriveSourceStatus(obs);
     if (getCondition(st.conditions, CONDITION_READY)?.status === 'True') {
@@ -216,6 +222,10 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, st
   if (!ctx.installed(GVRs.Provider) || !ctx.installed(GVRs.Host)) {
     return { reason: SourceReason.ForkliftNotInstalled, message: 'Konveyor Forklift (forklift.konveyor.io Provider/Host) is not installed in this cluster; the source will connect by itself once it is.' };
   }
+  // Feature detection before anything is materialised: a Forklift whose Plan lacks a field we rely on would
+  // prune it silently and run the Plan on its own default (a scaffolding VM that boots, say).
+  const missing = ctx.installed(GVRs.Plan) ? missingPlanFields(await ctx.client.get(GVRs.CustomResourceDefinition, undefined, PLAN_CRD_NAME)) : undefined;
+  if (missing?.length) return { reason: SourceReason.ForkliftTooOld, message: forkliftTooOldMessage(missing) };
   const providers = ctx.cache(GVRs.Provider);
   const hostsCache = ctx.cache(GVRs.Host);
   if (!providers || !hostsCache) {

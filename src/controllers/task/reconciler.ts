@@ -3,7 +3,7 @@
 // handoff driven once a VM is transferred. A terminal task is a record: nothing more happens to it.
 import { Registry } from 'prom-client';
 import type { ControllerConfig } from '../../config.ts';
-import { TaskReason } from '../../api/conditions.ts';
+import { SourceReason, TaskReason } from '../../api/conditions.ts';
 import { FINALIZER, LABEL_MANAGED_BY, LABEL_TASK, LABEL_TASK_UID, LABEL_VM_ID, MANAGED_BY_VALUE, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
 import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
 import { engineSucceededWithoutOutput, SUCCESS_WITHOUT_OUTPUT_MESSAGE, translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
@@ -252,7 +252,9 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       const ready = (source.status?.conditions ?? []).find((c) => c.type === 'Ready');
       if (ready?.status !== 'True' || !source.status?.provider?.uid) {
         const why = ready ? `${ready.reason}${ready.message ? `: ${ready.message}` : ''}` : 'it has not reported Ready yet';
-        await writeStatus(ctx, task, vms, { waiting: { reason: TaskReason.SourceNotReady, message: `VMImportSource "${source.metadata.name}" is not Ready (${why}); the task proceeds by itself once it is` } });
+        // A source gated on an engine too old for our Plans: the task says so in its own reason.
+        const reason = ready?.reason === SourceReason.ForkliftTooOld ? TaskReason.ForkliftTooOld : TaskReason.SourceNotReady;
+        await writeStatus(ctx, task, vms, { waiting: { reason, message: `VMImportSource "${source.metadata.name}" is not Ready (${why}); the task proceeds by itself once it is` } });
         return { requeueAfterMs: WAITING_RESYNC_MS };
       }
       if (!ctx.installed(GVRs.Plan)) {
