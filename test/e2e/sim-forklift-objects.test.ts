@@ -2,7 +2,7 @@
 // conditions only ever status "True", with categories, re-staged on every reconcile.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshNamespace, waitFor } from './env/index.ts';
+import { freshNamespace, kubectl, testEnv, waitFor } from './env/index.ts';
 import { bootSim, type BootedSim } from './fixtures.ts';
 import { vcenter } from '../sim/index.ts';
 import type { Rest} from '../sim/testing.ts';
@@ -23,6 +23,9 @@ const world = vcenter({
   vms: [
     { id: 'vm-1', name: 'web01', nics: [{ network: 'VM Network' }] },
     { id: 'vm-2', name: 'db01', nics: [{ network: 'Storage Net' }], disks: [{ capacityGiB: 8, datastore: 'ds2' }] },
+    { id: 'vm-3', name: 'notools01', toolsStatus: 'toolsNotInstalled', toolsRunningStatus: 'guestToolsNotRunning' },
+    { id: 'vm-4', name: 'stopped01', toolsStatus: 'toolsOk', toolsRunningStatus: 'guestToolsNotRunning' },
+    { id: 'vm-5', name: 'coldnotools01', powerState: 'poweredOff', toolsStatus: 'toolsNotInstalled', toolsRunningStatus: 'guestToolsNotRunning' },
   ],
 });
 
@@ -173,11 +176,28 @@ describe('simulated Forklift: Providers, Hosts, maps and Plan validation', () =>
     await rest.patch(R.StorageMap, ns, 'sto', { spec: { map: [{ source: { id: 'datastore-1' }, destination: { storageClass: 'sim-objects' } }] } });
     await createPlan(rest, ns, 'p', [{ id: 'vm-1' }, { id: 'vm-2' }, { id: 'vm-404' }]);
     const p = await observe(R.Plan, ns, 'p', 'validated', (o) => !!condition(o, 'VMNotFound') && !!condition(o, 'VMStorageNotMapped'));
-    assert.deepEqual(condition(p, 'VMNotFound')!.items, ['vm-404']);
-    assert.deepEqual(condition(p, 'VMNetworksNotMapped')!.items, ['vm-2']);
-    assert.deepEqual(condition(p, 'VMStorageNotMapped')!.items, ['vm-2']);
+    // Items are Forklift's ref.String(): the id and, once the inventory found the VM, its name.
+    assert.deepEqual(condition(p, 'VMNotFound')!.items, [" id:vm-404 name:'' "]);
+    assert.deepEqual(condition(p, 'VMNetworksNotMapped')!.items, [" id:vm-2 name:'db01' "]);
+    assert.deepEqual(condition(p, 'VMStorageNotMapped')!.items, [" id:vm-2 name:'db01' "]);
     assert.equal(condition(p, 'VMStorageNotMapped')!.category, 'Critical');
     assert.equal(condition(p, 'Ready'), undefined);
+  });
+
+  test('a powered-on VM without running VMware Tools blocks the Plan with GuestToolsIssue; powered off it does not', async () => {
+    const ns = await freshNamespace('sim-plan');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects' });
+    await createPlan(rest, ns, 'p', [{ id: 'vm-3' }, { id: 'vm-4' }, { id: 'vm-5' }]);
+    const p = await observe(R.Plan, ns, 'p', 'GuestToolsIssue', (o) => !!condition(o, 'GuestToolsIssue'));
+    const c = condition(p, 'GuestToolsIssue')!;
+    assert.equal(c.category, 'Critical');
+    assert.equal(c.reason, 'NotValid');
+    assert.match(c.message!, /^VMware Tools issues detected\./);
+    assert.deepEqual(c.items, [" id:vm-3 name:'notools01' ", " id:vm-4 name:'stopped01' "]);
+    assert.equal(condition(p, 'Ready'), undefined);
+    await createPlan(rest, ns, 'off', [{ id: 'vm-5' }]);
+    const off = await observe(R.Plan, ns, 'off', 'Ready', (o) => !!condition(o, 'Ready'));
+    assert.equal(condition(off, 'GuestToolsIssue'), undefined);
   });
 
   test('raw copy without a VDDK image on the source Provider is VDDKInitImageUnavailable', async () => {
@@ -200,11 +220,56 @@ describe('simulated Forklift: Providers, Hosts, maps and Plan validation', () =>
     assert.equal(condition(p, 'ValidatingVDDK'), undefined);
   });
 
-  test('a reference without a namespace is NotSet', async () => {
+  test('a map reference without a namespace is NotSet', async () => {
     const ns = await freshNamespace('sim-plan');
     await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects' });
-    await rest.create(R.Plan, { metadata: { name: 'p', namespace: ns }, spec: { provider: { source: { name: 'vsphere' }, destination: { name: 'host', namespace: ns } }, map: { network: { name: 'net', namespace: ns }, storage: { name: 'sto', namespace: ns } }, targetNamespace: ns, vms: [{ id: 'vm-1' }] } });
-    const p = await observe(R.Plan, ns, 'p', 'SourceProviderNotValid', (o) => !!condition(o, 'SourceProviderNotValid'));
-    assert.equal(condition(p, 'SourceProviderNotValid')!.reason, 'NotSet');
+    await rest.create(R.Plan, { metadata: { name: 'p', namespace: ns }, spec: { provider: { source: { name: 'vsphere', namespace: ns }, destination: { name: 'host', namespace: ns } }, map: { network: { name: 'net' }, storage: { name: 'sto', namespace: ns } }, targetNamespace: ns, vms: [{ id: 'vm-1' }] } });
+    const p = await observe(R.Plan, ns, 'p', 'NetworkMapNotValid', (o) => !!condition(o, 'NetworkMapNotValid'));
+    assert.equal(condition(p, 'NetworkMapNotValid')!.reason, 'NotSet');
+  });
+
+  test("Forklift's Plan webhook refuses a Plan whose source Provider does not exist (a reference without a namespace finds none)", async () => {
+    const ns = await freshNamespace('sim-plan');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects' });
+    const spec = (source: Record<string, string>) => ({ provider: { source, destination: { name: 'host', namespace: ns } }, map: { network: { name: 'net', namespace: ns }, storage: { name: 'sto', namespace: ns } }, targetNamespace: ns, vms: [{ id: 'vm-1' }] });
+    await assert.rejects(rest.create(R.Plan, { metadata: { name: 'p1', namespace: ns }, spec: spec({ name: 'vsphere' }) }), /plans\.forklift\.konveyor.*providers\.forklift\.konveyor\.io "vsphere" not found/);
+    await assert.rejects(rest.create(R.Plan, { metadata: { name: 'p2', namespace: ns }, spec: spec({ name: 'gone', namespace: ns }) }), /"gone" not found/);
+    // Archived: a Plan whose source is gone may still be archived.
+    await rest.create(R.Plan, { metadata: { name: 'p3', namespace: ns }, spec: { ...spec({ name: 'gone', namespace: ns }), archived: true } });
+  });
+
+  test("Forklift's Plan and Migration webhooks refuse a user who may not create VirtualMachines in the target namespace", async () => {
+    const ns = await freshNamespace('sim-plan');
+    const target = await freshNamespace('sim-target');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects' });
+    // A user who may write Forklift objects and read Providers in ns, and nothing in the target namespace.
+    const user = (await testEnv()).tenants[0]!;
+    const rbac = await kubectl(['apply', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'forklift-user', namespace: ns }, rules: [{ apiGroups: ['forklift.konveyor.io'], resources: ['*'], verbs: ['*'] }] },
+          { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'forklift-user', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'forklift-user' }, subjects: [{ kind: 'User', name: user.name, apiGroup: 'rbac.authorization.k8s.io' }] },
+        ],
+      }),
+    });
+    assert.equal(rbac.code, 0, rbac.stderr);
+    const plan = { apiVersion: 'forklift.konveyor.io/v1beta1', kind: 'Plan', metadata: { name: 'p', namespace: ns }, spec: { provider: { source: { name: 'vsphere', namespace: ns }, destination: { name: 'host', namespace: ns } }, map: { network: { name: 'net', namespace: ns }, storage: { name: 'sto', namespace: ns } }, targetNamespace: target, vms: [{ id: 'vm-1' }] } };
+    const refused = await kubectl(['create', '-f', '-'], { kubeconfig: user.kubeconfigPath, input: JSON.stringify(plan) });
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, new RegExp(`Action is forbidden: User "${user.name}" cannot create resource "virtualmachines" in API group "kubevirt.io" in the namespace "${target}"`));
+    // The admin may: the Plan exists; the user's Migration of it is refused for the same reason.
+    const created = await rest.create(R.Plan, plan);
+    const mig = { apiVersion: 'forklift.konveyor.io/v1beta1', kind: 'Migration', metadata: { name: 'm', namespace: ns }, spec: { plan: { name: 'p', namespace: ns, uid: created.metadata.uid } } };
+    const refusedM = await kubectl(['create', '-f', '-'], { kubeconfig: user.kubeconfigPath, input: JSON.stringify(mig) });
+    assert.notEqual(refusedM.code, 0);
+    assert.match(refusedM.stderr, /migrations\.forklift\.konveyor.*Action is forbidden.*virtualmachines/);
+  });
+
+  test("Forklift's Provider webhook refuses a vSphere sdkEndpoint other than vcenter or esxi", async () => {
+    const ns = await freshNamespace('sim-prov');
+    await assert.rejects(rest.create(R.Provider, { metadata: { name: 'p', namespace: ns }, spec: { type: 'vsphere', url: URL_A, secret: { name: 's', namespace: ns }, settings: { sdkEndpoint: 'vCenter' } } }), /invalid SDK endpoint type/);
+    await rest.create(R.Provider, { metadata: { name: 'p', namespace: ns }, spec: { type: 'vsphere', url: URL_A, secret: { name: 's', namespace: ns }, settings: { sdkEndpoint: 'esxi' } } });
   });
 });

@@ -354,26 +354,32 @@ export class Forklift {
       const netUnmapped: string[] = [];
       const stoUnmapped: string[] = [];
       const multiPod: string[] = [];
+      const toolsIssue: string[] = [];
       const nmEntries = (nm.obj?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string }; destination?: { type?: string } }>;
       const smEntries = (sm.obj?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string } }>;
       const matches = (e: { source?: { id?: string; name?: string } }, x: { id: string; name: string }): boolean => e.source?.id === x.id || (!e.source?.id && e.source?.name === x.name);
       for (const r of refs) {
         const vm = this.findVM(world, r);
-        const label = r.id ?? r.name ?? '';
         if (!vm) {
-          notFound.push(label);
+          notFound.push(refString({ id: r.id ?? '', name: r.name ?? '' }));
           continue;
         }
+        // The inventory lookup fills the ref's id and name (web/vsphere/client.go Finder.VM): items name both.
+        const label = refString(vm);
+        // Validator.GuestToolsInstalled (plan/adapter/vsphere/validator.go at v2.11.5): a powered-on VM whose
+        // Tools status is unknown or toolsNotInstalled, or whose Tools are guestToolsNotRunning, is blocked.
+        if (vm.powerState === 'poweredOn' && (['', 'null', '<nil>', 'toolsNotInstalled'].includes(vm.toolsStatus) || vm.toolsRunningStatus === 'guestToolsNotRunning')) toolsIssue.push(label);
         const nets = world.fixture.networks.filter((n) => vm.nics.some((c) => c.network === n.id));
-        if (nm.obj && nets.some((n) => !nmEntries.some((e) => matches(e, n)))) netUnmapped.push(vm.id);
-        if (nm.obj && nets.filter((n) => nmEntries.some((e) => matches(e, n) && e.destination?.type === 'pod')).length > 1) multiPod.push(vm.id);
+        if (nm.obj && nets.some((n) => !nmEntries.some((e) => matches(e, n)))) netUnmapped.push(label);
+        if (nm.obj && nets.filter((n) => nmEntries.some((e) => matches(e, n) && e.destination?.type === 'pod')).length > 1) multiPod.push(label);
         const dss = world.fixture.datastores.filter((d) => vm.disks.some((x) => x.datastore === d.id));
-        if (sm.obj && dss.some((d) => !smEntries.some((e) => matches(e, d)))) stoUnmapped.push(vm.id);
+        if (sm.obj && dss.some((d) => !smEntries.some((e) => matches(e, d)))) stoUnmapped.push(label);
       }
       if (notFound.length) conds.push(cond('VMNotFound', 'Critical', 'NotFound', 'VM not found.', notFound));
       if (netUnmapped.length) conds.push(cond('VMNetworksNotMapped', 'Critical', 'NotValid', 'VM has unmapped networks.', netUnmapped));
       if (multiPod.length) conds.push(cond('VMMultiplePodNetworkMappings', 'Critical', 'NotValid', 'VM has more than one interface mapped to the pod network.', multiPod));
       if (stoUnmapped.length) conds.push(cond('VMStorageNotMapped', 'Critical', 'NotValid', 'VM has unmapped storage.', stoUnmapped));
+      if (toolsIssue.length) conds.push(cond('GuestToolsIssue', 'Critical', 'NotValid', GUEST_TOOLS_MESSAGE, toolsIssue));
       const vddk: string | undefined = src.obj?.spec?.settings?.vddkInitImage;
       if (spec.skipGuestConversion === true && !vddk) {
         conds.push(cond('VDDKInitImageUnavailable', 'Critical', 'NotSet', 'VDDK init image is not set on the source provider; it is required when skipGuestConversion is set.'));
@@ -945,6 +951,15 @@ async function retryRefusedBeforeWrite<T>(ctx: Ctx, signal: AbortSignal, fn: () 
     }
   }
 }
+
+/** ref.Ref.String() (kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/ref/ref.go): how Plan condition items name VMs. */
+export function refString(r: { id: string; name: string }): string {
+  return ` id:${r.id} name:'${r.name}' `;
+}
+
+/** The GuestToolsIssue message (pkg/controller/plan/validation.go, same text at v2.11.5 and v2.12.5). */
+export const GUEST_TOOLS_MESSAGE =
+  'VMware Tools issues detected. This may impact migration performance, guest OS detection, and network configuration. Ensure VMware Tools are properly installed and running before migration. If this is an encrypted VM, please turn the VM off manually before migration.';
 
 export const CONTENT_ANNOTATION = 'sim.cozystack.io/content-sha256';
 export const SOURCE_ANNOTATION = 'sim.cozystack.io/source-disk';

@@ -56,6 +56,7 @@ export const R = {
   StorageClass: r('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
   CRD: r('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
   TokenReview: r('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
+  SubjectAccessReview: r('authorization.k8s.io', 'v1', 'subjectaccessreviews', 'SubjectAccessReview', false),
   ValidatingWebhookConfiguration: r('admissionregistration.k8s.io', 'v1', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', false),
   Provider: r('forklift.konveyor.io', 'v1beta1', 'providers', 'Provider'),
   Host: r('forklift.konveyor.io', 'v1beta1', 'hosts', 'Host'),
@@ -194,7 +195,7 @@ export class Rest {
       throw e;
     }
   }
-  /** Generic POST (TokenReview). */
+  /** Generic POST (TokenReview, SubjectAccessReview). */
   async post(res: Res, body: unknown): Promise<Obj> {
     return (await this.send('POST', path(res), body, 'application/json')) as Obj;
   }

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { type CA, makeCA, makeServingCert } from './certs.ts';
 import type { Ctx } from './context.ts';
 import type { Forklift } from './forklift.ts';
-import { R } from './rest.ts';
+import { type Obj, R } from './rest.ts';
 import { POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
 import { type World, sameUrl } from './world.ts';
 
@@ -142,6 +142,10 @@ export function collection(world: World, kind: string): Item[] {
       firmware: v.firmware,
       secureBoot: v.secureBoot,
       powerState: v.powerState,
+      // pkg/controller/provider/web/vsphere/vm.go at v2.11.5: toolsStatus, toolsRunningStatus (collected from
+      // guest.toolsStatus / guest.toolsRunningStatus, provider/container/vsphere/collector.go).
+      toolsStatus: v.toolsStatus,
+      toolsRunningStatus: v.toolsRunningStatus,
       connectionState: 'connected',
       isTemplate: false,
       cpuCount: v.cpuCount,
@@ -193,6 +197,28 @@ export function appNameError(kind: string, name: string): string | undefined {
   return why.length ? `${kind}.apps.cozystack.io "${name}" is invalid: metadata.name: Invalid value: "${name}": ${why.join('; ')}` : undefined;
 }
 
+interface UserInfo {
+  username?: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** Provider.IsHost (kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/provider.go): openshift with an empty url. */
+function isHostProvider(p: Obj): boolean {
+  return p.spec?.type === 'openshift' && !p.spec?.url;
+}
+
+/**
+ * ProviderAdmitter.validateSdkEndpointType (kubev2v/forklift@v2.11.5:pkg/forklift-api/webhooks/validating-webhook/
+ * admitters/provider-admitter.go): a vSphere Provider's settings.sdkEndpoint, when set, is vcenter or esxi.
+ */
+export function providerAdmission(p: Obj): string | undefined {
+  const endpoint = p.spec?.settings?.sdkEndpoint;
+  if (p.spec?.type === 'vsphere' && endpoint !== undefined && endpoint !== 'vcenter' && endpoint !== 'esxi') return 'vSphere provider is set with an invalid SDK endpoint type';
+  return undefined;
+}
+
 export class Webhook {
   private readonly ctx: Ctx;
   private readonly server: https.Server;
@@ -240,6 +266,16 @@ export class Webhook {
           ...common,
         },
         { name: 'datavolume-validate.cdi.kubevirt.io', clientConfig: clientConfig('/datavolumes'), rules: [{ apiGroups: ['cdi.kubevirt.io'], apiVersions: ['*'], operations: ['CREATE'], resources: ['datavolumes'] }], ...common },
+        // Forklift's validating webhooks for its own kinds, as its operator registers them
+        // (kubev2v/forklift@v2.11.5:operator/roles/forkliftcontroller/templates/api/validatingwebhookconfiguration-
+        // {providers,plans,migrations}.yml.j2): CREATE and UPDATE, every object, 30 s.
+        ...(['providers', 'plans', 'migrations'] as const).map((res) => ({
+          name: `${res}.forklift.konveyor`,
+          clientConfig: clientConfig(`/${res}`),
+          rules: [{ apiGroups: ['forklift.konveyor.io'], apiVersions: ['v1beta1'], operations: ['CREATE', 'UPDATE'], resources: [res] }],
+          ...common,
+          timeoutSeconds: 30,
+        })),
       ],
     });
   }
@@ -249,8 +285,64 @@ export class Webhook {
     await closeServer(this.server);
   }
 
+  /**
+   * util.PermitUser (kubev2v/forklift@v2.11.5:pkg/forklift-api/webhooks/util/util.go): a SubjectAccessReview
+   * for the requesting user; refused → "Action is forbidden: …" with the review's reason.
+   */
+  private async permit(user: UserInfo, group: string, resource: string, name: string, ns: string, verb: string): Promise<string | undefined> {
+    const review = await this.ctx.rest.post(R.SubjectAccessReview, {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: { resourceAttributes: { group, resource, namespace: ns, name, verb }, user: user.username, groups: user.groups, uid: user.uid, extra: user.extra },
+    });
+    if (review.status?.allowed === true) return undefined;
+    const named = name ? `${resource}/${name}` : resource;
+    return `Action is forbidden: User "${user.username ?? ''}" cannot ${verb} resource "${named}" in API group "${group}" in the namespace "${ns}": ${review.status?.reason ?? ''}`;
+  }
+
+  /** Live GET as Forklift's cached client would answer it; the not-found text is controller-runtime's. */
+  private async getRef(res: typeof R.Provider, ref: { name?: string; namespace?: string } | undefined): Promise<{ obj?: Obj; err?: string }> {
+    // A reference without a namespace finds nothing in Forklift's cache (keys are namespace/name).
+    const obj = ref?.name && ref.namespace ? await this.ctx.rest.get(res, ref.namespace, ref.name) : undefined;
+    return obj ? { obj } : { err: `${res.plural}.${res.group} "${ref?.name ?? ''}" not found` };
+  }
+
+  /**
+   * PlanAdmitter.Admit (kubev2v/forklift@v2.11.5:pkg/forklift-api/webhooks/validating-webhook/admitters/
+   * plan-admitter.go): the source Provider must exist (unless the Plan is archived) and the user may get it;
+   * the destination Provider must exist and the user may get it; for the host destination (openshift, empty
+   * url) the user may create kubevirt.io virtualmachines in targetNamespace. (validateStorage only concerns
+   * non-vSphere sources; warm/LUKS checks do not apply to a cold vSphere Plan.)
+   */
+  private async planAdmission(plan: Obj, user: UserInfo): Promise<string | undefined> {
+    const spec = plan.spec ?? {};
+    const src = await this.getRef(R.Provider, spec.provider?.source);
+    if (!src.obj) return spec.archived ? undefined : src.err;
+    const deny1 = await this.permit(user, 'forklift.konveyor.io', 'providers', src.obj.metadata.name, src.obj.metadata.namespace!, 'get');
+    if (deny1) return deny1;
+    const dst = await this.getRef(R.Provider, spec.provider?.destination);
+    if (!dst.obj) return dst.err;
+    const deny2 = await this.permit(user, 'forklift.konveyor.io', 'providers', dst.obj.metadata.name, dst.obj.metadata.namespace!, 'get');
+    if (deny2) return deny2;
+    if (isHostProvider(dst.obj)) return await this.permit(user, 'kubevirt.io', 'virtualmachines', '', spec.targetNamespace ?? '', 'create');
+    return undefined;
+  }
+
+  /**
+   * MigrationAdmitter.Admit (…/admitters/migration-admitter.go at v2.11.5): its Plan and the Plan's destination
+   * Provider must exist; for the host destination the user may create virtualmachines in the target namespace.
+   */
+  private async migrationAdmission(m: Obj, user: UserInfo): Promise<string | undefined> {
+    const plan = await this.getRef(R.Plan, m.spec?.plan);
+    if (!plan.obj) return plan.err;
+    const dst = await this.getRef(R.Provider, plan.obj.spec?.provider?.destination);
+    if (!dst.obj) return dst.err;
+    if (isHostProvider(dst.obj)) return await this.permit(user, 'kubevirt.io', 'virtualmachines', '', plan.obj.spec?.targetNamespace ?? '', 'create');
+    return undefined;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const review = JSON.parse(await readBody(req)) as { request: { uid: string; kind: { kind: string }; namespace?: string; object: { metadata?: { name?: string; annotations?: Record<string, string> } }; dryRun?: boolean } };
+    const review = JSON.parse(await readBody(req)) as { request: { uid: string; kind: { kind: string }; namespace?: string; object: { metadata?: { name?: string; annotations?: Record<string, string> } }; dryRun?: boolean; userInfo?: UserInfo } };
     const rq = review.request;
     const name = rq.object.metadata?.name ?? '';
     let deny: { code: number; reason: string; message: string } | undefined;
@@ -264,6 +356,11 @@ export class Webhook {
       const pvc = this.ctx.inf.pvc.get(rq.namespace, name) ?? (await this.ctx.rest.get(R.PVC, rq.namespace, name));
       const adopt = pvc && (pvc.metadata.annotations?.[POPULATED_FOR] === name || rq.object.metadata?.annotations?.[ALLOW_ADOPTION] === 'true');
       if (pvc && !adopt) deny = { code: 403, reason: 'Forbidden', message: ` Destination PVC ${rq.namespace}/${name} already exists` };
+    }
+    if (route === '/providers' || route === '/plans' || route === '/migrations') {
+      const why = route === '/providers' ? providerAdmission(rq.object as Obj) : route === '/plans' ? await this.planAdmission(rq.object as Obj, rq.userInfo ?? {}) : await this.migrationAdmission(rq.object as Obj, rq.userInfo ?? {});
+      // util.ToAdmissionResponseError: every refusal of these admitters is a 400 with the error's text.
+      if (why) deny = { code: 400, reason: 'BadRequest', message: why };
     }
     if (route === '/secrets' && this.ctx.inf.provider) {
       const raw = (rq.object as { data?: Record<string, string>; stringData?: Record<string, string> });

@@ -57,6 +57,12 @@ export interface VMFixture {
   firmware: 'bios' | 'efi';
   secureBoot: boolean;
   host: string;
+  /**
+   * VMware Tools as vCenter reports them (guest.toolsStatus / guest.toolsRunningStatus, what Forklift's inventory
+   * serves as toolsStatus / toolsRunningStatus): toolsOk/guestToolsRunning by default; '' = not reported.
+   */
+  toolsStatus: string;
+  toolsRunningStatus: string;
   disks: DiskFixture[];
   nics: NicFixture[];
   faults: VMFaults;
@@ -105,6 +111,9 @@ export interface VCenterSpec {
     secureBoot?: boolean;
     /** Host id; default the first host. */
     host?: string;
+    /** Default toolsOk / guestToolsRunning; e.g. toolsNotInstalled, or guestToolsNotRunning. */
+    toolsStatus?: string;
+    toolsRunningStatus?: string;
     /** Disks by size; datastore by id or name (default the first); file generated unless given. */
     disks?: Array<{ capacityGiB?: number; capacity?: number; datastore?: string; file?: string }>;
     /** NICs by network id or name. */
@@ -159,6 +168,8 @@ export function vcenter(s: VCenterSpec): WorldFixture {
     firmware: v.firmware ?? 'bios',
     secureBoot: v.secureBoot ?? false,
     host: v.host ?? hosts[0]!.id,
+    toolsStatus: v.toolsStatus ?? 'toolsOk',
+    toolsRunningStatus: v.toolsRunningStatus ?? 'guestToolsRunning',
     disks: (v.disks ?? [{ capacityGiB: 16 }]).map((d, i) => {
       const ds = byIdOrName(datastores, d.datastore, 'datastore');
       return {
