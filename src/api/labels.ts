@@ -24,11 +24,11 @@ export const LABEL_HOST_ID = `${GROUP}/host-id`;
 /** Annotation on the inventory ConfigMap when the VM list was capped. */
 export const ANNOTATION_INVENTORY_TRUNCATED = `${GROUP}/inventory-truncated`;
 
-// Forklift's Secret webhooks only act on Secrets with these labels (forklift-contract.md).
+// Forklift's Secret webhooks only act on Secrets with these labels (docs/forklift-contract.md).
 export const FORKLIFT_LABEL_RESOURCE_TYPE = 'createdForResourceType';
 export const FORKLIFT_LABEL_PROVIDER_TYPE = 'createdForProviderType';
 
-// CDI adoption (cozystack-platform.md, handoff step 4).
+// CDI adoption (docs/cozystack-contract.md, handoff step 4).
 export const CDI_POPULATED_FOR = 'cdi.kubevirt.io/storage.populatedFor';
 export const CDI_ALLOW_CLAIM_ADOPTION = 'cdi.kubevirt.io/allowClaimAdoption';
 
@@ -85,7 +85,7 @@ export const HANDOFF_SETTLED = 'settled';
  */
 export const ANNOTATION_BIND_REQUESTED = `${GROUP}/bind-requested`;
 
-// Helm ownership metadata the VMDisk chart expects on a DataVolume it adopts (cozystack-platform.md).
+// Helm ownership metadata the VMDisk chart expects on a DataVolume it adopts (docs/cozystack-contract.md).
 export const LABEL_HELM_INSTANCE = 'app.kubernetes.io/instance';
 export const HELM_MANAGED_BY_VALUE = 'Helm';
 export const ANNOTATION_HELM_RELEASE_NAME = 'meta.helm.sh/release-name';
@@ -95,7 +95,7 @@ export const ANNOTATION_VMDISK_OPTICAL = 'vm-disk.cozystack.io/optical';
 /** Cozystack's aggregated API returns user labels of VMDisk/VMInstance with this prefix. */
 export const COZY_USER_LABEL_PREFIX = 'apps.cozystack.io-';
 
-/** Labels Forklift puts on what a migration leaves behind (forklift-contract.md). */
+/** Labels Forklift puts on what a migration leaves behind (docs/forklift-contract.md). */
 export const FORKLIFT_LABEL_VM_ID = 'vmID';
 export const FORKLIFT_LABEL_PLAN = 'plan';
 export const FORKLIFT_LABEL_MIGRATION = 'migration';

@@ -1,6 +1,6 @@
 // Pure readers of the KubeVirt VirtualMachine Forklift built for a migrated VM (the "scaffolding" VM).
 // It is the only record of the source VM's shape on the cluster: disk order, CPU topology, memory and
-// firmware (forklift-contract.md, "What a finished cold raw-copy leaves behind"). Plain JSON in, plain
+// firmware (docs/cozystack-contract.md, "KubeVirt"; docs/forklift-contract.md, "What the copy leaves behind"). Plain JSON in, plain
 // data out: KubeVirt may be older or newer than we expect, so every field is read defensively.
 import type { KubeObject } from '../runtime/kube.ts';
 

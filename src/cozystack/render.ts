@@ -1,5 +1,5 @@
-// Pure renders of everything the copy-free handoff creates (cozystack-platform.md, "The copy-free
-// handoff" and "Outputs"): the target claim, the DataVolume the VMDisk chart adopts, the VMDisk and the
+// Pure renders of everything the copy-free handoff creates (docs/cozystack-contract.md, "The copy-free
+// handoff" and "VMDisk and VMInstance"): the target claim, the DataVolume the VMDisk chart adopts, the VMDisk and the
 // Halted VMInstance, plus the output markers that tell ours from someone else's.
 import {
   ANNOTATION_HELM_RELEASE_NAME,

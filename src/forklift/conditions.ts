@@ -1,4 +1,4 @@
-// Pure readers of Forklift conditions (forklift-contract.md): Forklift only ever writes status "True";
+// Pure readers of Forklift conditions (docs/forklift-contract.md): Forklift only ever writes status "True";
 // "not ready" is the absence of Ready plus some blocker (category Critical or Error). We translate the
 // verdict into our reasons and keep Forklift's own words in the message.
 import { SourceReason } from '../api/conditions.ts';

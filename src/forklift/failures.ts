@@ -28,7 +28,7 @@ const ADD_HOSTS = (c: FailureContext): string =>
   `add spec.hosts[] to VMImportSource${c.sourceName ? ` "${c.sourceName}"` : ''} with an address the cluster can reach and the host's own credentials, then create a new task` +
   (c.hostDiagnosis ? `. ${c.hostDiagnosis}` : '');
 
-/** Order matters: the first match wins. Kept in step with the table in forklift-contract.md. */
+/** Order matters: the first match wins. Kept in step with the table in docs/forklift-contract.md. */
 export const FAILURE_RULES: readonly Rule[] = [
   { match: /nbd_connect_uri|has no export named|VixDiskLib_Open|server refused connection|NfcNewAuthdConnectionEx|Failed to connect to .*:902/i, reason: TaskReason.HostUnreachable, advice: ADD_HOSTS },
   {
@@ -97,7 +97,7 @@ export function translatePlanBlockers(blockers: ForkliftCondition[], ctx: Failur
 }
 
 /**
- * The retry trap (forklift-contract.md): a Plan with history can report Succeeded while creating neither
+ * The retry trap (docs/forklift-contract.md): a Plan with history can report Succeeded while creating neither
  * the VirtualMachine nor its claims. True when the engine says Succeeded and nothing came out.
  */
 export function engineSucceededWithoutOutput(o: { engineSucceeded: boolean; forkliftVM: unknown; transferClaims: unknown[]; expectedDisks: number }): boolean {

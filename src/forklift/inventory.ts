@@ -111,7 +111,7 @@ const CA_MISMATCH_CODES = new Set([
   'CERT_UNTRUSTED',
 ]);
 
-/** The fix for a stale inventory certificate (forklift-contract.md). */
+/** The fix for a stale inventory certificate (docs/forklift-contract.md). */
 export function inventoryCAFix(ns = 'cozy-forklift'): string {
   return `kubectl -n ${ns} rollout restart deploy/forklift-controller`;
 }

@@ -1,5 +1,5 @@
 // Pure rendering of the task's NetworkMap and StorageMap, and the network checks Forklift would otherwise
-// only report on the Plan after everything was created. Plain JSON (forklift-contract.md): no typed model
+// only report on the Plan after everything was created. Plain JSON (docs/forklift-contract.md): no typed model
 // that could drop a field.
 import { API_VERSION, KIND_TASK } from '../api/types.ts';
 import type { VMImportTask } from '../api/types.ts';

@@ -5,7 +5,7 @@ import type { KubeObject } from '../runtime/kube.ts';
 import { FORKLIFT_API_VERSION, taskLabels } from './maps.ts';
 import { migrationName } from './names.ts';
 
-/** Owned by its Plan (forklift-contract.md): deleting the Plan takes the Migration with it. */
+/** Owned by its Plan (docs/forklift-contract.md): deleting the Plan takes the Migration with it. */
 export function renderMigration(task: VMImportTask, vmId: string, plan: KubeObject): KubeObject {
   const md = plan.metadata ?? {};
   return {

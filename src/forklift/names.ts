@@ -36,7 +36,7 @@ export function boundedName(parts: string[], max = MAX_CHILD_NAME): string {
 /**
  * The task's UID takes part in every Plan/Migration name: a task deleted and re-created under the same
  * name must never meet the old Plan (the retry trap: a Plan with history reports Succeeded and creates
- * nothing, forklift-contract.md).
+ * nothing, docs/forklift-contract.md).
  */
 function uidTag(taskUID: string): string {
   return shortHash(taskUID, 5);

@@ -1,5 +1,5 @@
 // Pure rendering of a per-VM Forklift Plan, and reading its verdict. Forklift only ever writes
-// `status: "True"` conditions; "not ready" is the absence of Ready plus some blocker (forklift-contract.md).
+// `status: "True"` conditions; "not ready" is the absence of Ready plus some blocker (docs/forklift-contract.md).
 import type { VMImportTask } from '../api/types.ts';
 import { LABEL_VM_ID } from '../api/labels.ts';
 import type { KubeObject } from '../runtime/kube.ts';

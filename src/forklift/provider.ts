@@ -1,6 +1,6 @@
 // Pure renders of the Forklift objects behind one VMImportSource: the projected credentials Secret, the
 // source (vsphere) and destination (openshift = this cluster) Providers, and a Host + Secret per
-// spec.hosts[] entry. Plain JSON (forklift-contract.md): no typed model that could drop fields.
+// spec.hosts[] entry. Plain JSON (docs/forklift-contract.md): no typed model that could drop fields.
 import { createHash } from 'node:crypto';
 import {
   COZY_MANAGED_BY_VALUE,

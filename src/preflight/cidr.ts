@@ -1,6 +1,6 @@
 // Service-CIDR collision. An ESXi address vCenter advertises that lies inside the cluster's Service
 // CIDR is captured by service routing: the packets never leave the node and the transfer dies late with
-// a misleading NBD error (cozystack-platform.md, "The Service CIDR").
+// a misleading NBD error (docs/cozystack-contract.md, "The Service CIDR").
 import ipaddr from 'ipaddr.js';
 import { GVRs, type GVR } from '../runtime/gvr.ts';
 import { ApiError, type KubeClient, type KubeObject } from '../runtime/kube.ts';
@@ -143,7 +143,7 @@ export class ServiceCIDRResolver {
       }
     }
     if (!probeNamespace) return undefined;
-    // A REAL create: 1.20 skips IP allocation on dry-run and accepts any clusterIP (testenv.md).
+    // A REAL create: 1.20 skips IP allocation on dry-run and accepts any clusterIP (verified on the v1.20.2 control plane of test/e2e/env).
     const probe = {
       apiVersion: 'v1',
       kind: 'Service',

@@ -1,6 +1,6 @@
 // Output names. Cozystack's aggregated API stores every VMDisk/VMInstance as a HelmRelease named
 // `<prefix><name>`, and Helm release names are limited to 53 characters; the API server accepts longer
-// names and the release then fails to install, long after the transfer (cozystack-platform.md).
+// names and the release then fails to install, long after the transfer (docs/cozystack-contract.md).
 import { createHash } from 'node:crypto';
 import { VMDISK_NAME_MAX, VMINSTANCE_NAME_MAX, vmDiskName } from '../api/labels.ts';
 

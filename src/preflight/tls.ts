@@ -1,6 +1,6 @@
 // TLS settings of a vCenter/ESXi endpoint. Forklift takes a PEM CA (or insecureSkipVerify); a SHA-1
 // thumbprint in the CA field — what vSphere's UI shows and other tools want — yields Forklift's opaque
-// "The secret is not valid" (forklift-contract.md), so it gets its own message here.
+// "The secret is not valid" (docs/forklift-contract.md), so it gets its own message here.
 import { X509Certificate } from 'node:crypto';
 
 const SHA1_COLONS = /^([0-9a-f]{2}:){19}[0-9a-f]{2}$/i;

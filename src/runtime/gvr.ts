@@ -29,7 +29,7 @@ export const GVRs = {
   Lease: g('coordination.k8s.io', 'v1', 'leases', 'Lease'),
   CustomResourceDefinition: g('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
   ServiceCIDR: g('networking.k8s.io', 'v1', 'servicecidrs', 'ServiceCIDR', false, true),
-  // Forklift (forklift-contract.md)
+  // Forklift (docs/forklift-contract.md)
   Provider: g('forklift.konveyor.io', 'v1beta1', 'providers', 'Provider', true, true),
   Host: g('forklift.konveyor.io', 'v1beta1', 'hosts', 'Host', true, true),
   NetworkMap: g('forklift.konveyor.io', 'v1beta1', 'networkmaps', 'NetworkMap', true, true),

@@ -1,7 +1,7 @@
 // A thin REST client for plain-JSON Kubernetes objects. client-node supplies configuration and
 // authentication (KubeConfig.applyToHTTPSOptions); requests go over one keep-alive https.Agent.
 // Every object is plain JSON: Forklift, CDI, KubeVirt and Cozystack kinds have no generated types here,
-// and round-tripping through a typed model would drop fields we do not know (forklift-contract.md).
+// and round-tripping through a typed model would drop fields we do not know (docs/forklift-contract.md).
 import https from 'node:https';
 import http from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';

@@ -1,4 +1,4 @@
-// The simulated Forklift judges Providers, Hosts, maps and Plans the way Forklift does (forklift-contract.md):
+// The simulated Forklift judges Providers, Hosts, maps and Plans the way Forklift does (docs/forklift-contract.md):
 // conditions only ever status "True", with categories, re-staged on every reconcile.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

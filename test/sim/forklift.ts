@@ -1,5 +1,5 @@
 // Simulated Konveyor Forklift: Provider, Host, NetworkMap/StorageMap, Plan validation and the cold raw-copy
-// Migration itinerary (forklift-contract.md). Conditions are written the Forklift way: only status "True",
+// Migration itinerary (docs/forklift-contract.md). Conditions are written the Forklift way: only status "True",
 // with categories, re-staged on every reconcile.
 import ipaddr from 'ipaddr.js';
 import { bundleVerifies, parsePEMBundle } from './certs.ts';

@@ -1,5 +1,5 @@
 // The pure core of the handoff: from what was observed, the ONE next step.
-// Every rule here is a fact from cozystack-platform.md ("The copy-free handoff") or the Kubernetes PV
+// Every rule here is a fact from docs/cozystack-contract.md ("The copy-free handoff") or the Kubernetes PV
 // controller's behaviour; each branch names the failure it prevents.
 import { ANNOTATION_BIND_REQUESTED, ANNOTATION_HANDOFF, HANDOFF_SETTLED } from '../../api/labels.ts';
 import { TaskReason } from '../../api/conditions.ts';

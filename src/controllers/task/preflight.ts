@@ -28,7 +28,7 @@ export interface CIDRSource {
   resolve(probeNamespace: string): Promise<{ cidrs: string[] } | undefined>;
 }
 
-/** Cozystack's aggregated API returns user labels prefixed with this (cozystack-platform.md). */
+/** Cozystack's aggregated API returns user labels prefixed with this (docs/cozystack-contract.md). */
 const COZY_LABEL_PREFIX = 'apps.cozystack.io-';
 
 /** An output carries this task's markers (directly or as the aggregated API reflects them). */

@@ -41,7 +41,7 @@ export interface TaskReconcilerOptions {
 
 /**
  * A transfer that moved nothing for 10 minutes is almost always VDDK failing to reach the ESXi host
- * (forklift-contract.md): long enough not to flag a slow start, short enough to beat the late NBD error.
+ * (docs/forklift-contract.md): long enough not to flag a slow start, short enough to beat the late NBD error.
  */
 export const DEFAULT_STALL_AFTER_MS = 10 * 60_000;
 /** Safety-net resync while anything runs; progress arrives by watch events long before this. */
@@ -617,7 +617,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       // Claims already being handed off belong to the handoff: never delete them under it.
       const handedOff = new Set((task.status?.vms ?? []).flatMap((v) => (v.disks ?? []).filter((d) => d.handoff && d.transferClaim).map((d) => d.transferClaim!)));
       for (const m of migrations) {
-        // Deleting the active Migration cancels the run (forklift-contract.md).
+        // Deleting the active Migration cancels the run (docs/forklift-contract.md, Plan).
         if (await ctx.client.delete(GVRs.Migration, ns, m.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;
       }
       for (const p of plans) {
