@@ -67,14 +67,24 @@ describe('simulated Forklift: Providers, Hosts, maps and Plan validation', () =>
     assert.ok((ready.status.conditions as Array<{ status: string }>).every((c) => c.status === 'True'));
   });
 
-  test('a SHA-1 thumbprint given instead of a PEM CA makes the Secret not valid', async () => {
+  test('a SHA-1 thumbprint given instead of a PEM CA fails the connection test: the CA cannot be parsed', async () => {
     const ns = await freshNamespace('sim-prov');
     await provider(ns, { user: world.user, password: world.password, cacert: world.thumbprint, 'ca.crt': world.thumbprint });
-    const p = await observe(R.Provider, ns, 'vs', 'SecretNotValid', (o) => !!condition(o, 'SecretNotValid'));
-    assert.equal(condition(p, 'SecretNotValid')!.message, 'The secret is not valid.');
-    assert.equal(condition(p, 'SecretNotValid')!.category, 'Critical');
-    assert.equal(p.status.phase, 'ValidationFailed');
+    const p = await observe(R.Provider, ns, 'vs', 'ConnectionTestFailed', (o) => !!condition(o, 'ConnectionTestFailed'));
+    assert.equal(condition(p, 'ConnectionTestFailed')!.message, 'failed to parse the specified certificate');
+    assert.equal(condition(p, 'ConnectionTestFailed')!.category, 'Critical');
+    assert.equal(p.status.phase, 'ConnectionFailed');
     assert.equal(condition(p, 'Ready'), undefined);
+  });
+
+  test('Forklift 2.11 reads the CA from cacert only: a Secret with just ca.crt lacks cacert', async () => {
+    const ns = await freshNamespace('sim-prov');
+    const { cacert: _omit, ...rest212 } = goodSecretData(world);
+    await provider(ns, rest212);
+    const p = await observe(R.Provider, ns, 'vs', 'SecretNotValid', (o) => !!condition(o, 'SecretNotValid'));
+    assert.equal(condition(p, 'SecretNotValid')!.reason, 'DataErr');
+    assert.deepEqual(condition(p, 'SecretNotValid')!.items, ['cacert']);
+    assert.equal(condition(p, 'SecretNotValid')!.message, 'The `secret` is not valid.');
   });
 
   test('a Secret without user and password is not valid and names the missing keys', async () => {
@@ -155,16 +165,18 @@ describe('simulated Forklift: Providers, Hosts, maps and Plan validation', () =>
     await observe(R.Host, ns, 'ghost', 'RefNotValid', (o) => !!condition(o, 'RefNotValid'));
   });
 
-  test('maps go Ready even when a source id is unknown: that is only a warning', async () => {
+  test('at Forklift 2.11 a map naming a source id the inventory does not know is Critical and never Ready', async () => {
     const ns = await freshNamespace('sim-maps');
     await forkliftSetup(rest, ns, world, { storageClass: 'sim-objects' });
     await rest.create(R.NetworkMap, {
       metadata: { name: 'typo', namespace: ns },
       spec: { provider: { source: { name: 'vsphere', namespace: ns }, destination: { name: 'host', namespace: ns } }, map: [{ source: { id: 'network-404' }, destination: { type: 'pod' } }] },
     });
-    const m = await observe(R.NetworkMap, ns, 'typo', 'Ready', (o) => !!condition(o, 'Ready'));
-    assert.equal(condition(m, 'SourceNetworkNotValid')!.category, 'Warn');
-    assert.deepEqual(condition(m, 'SourceNetworkNotValid')!.items, ['network-404']);
+    const m = await observe(R.NetworkMap, ns, 'typo', 'SourceNetworkNotValid', (o) => !!condition(o, 'SourceNetworkNotValid'));
+    assert.equal(condition(m, 'SourceNetworkNotValid')!.category, 'Critical');
+    assert.equal(condition(m, 'SourceNetworkNotValid')!.message, 'Source network not found.');
+    assert.deepEqual(condition(m, 'SourceNetworkNotValid')!.items, [" id:network-404 name:'' "]);
+    assert.equal(condition(m, 'Ready'), undefined);
     await observe(R.StorageMap, ns, 'sto', 'Ready', (o) => !!condition(o, 'Ready'));
   });
 

@@ -59,6 +59,12 @@ describe('simulated Forklift inventory', () => {
     assert.equal((await get(`${base}/vms`, { ca: sim.inventory.caPEM, token: 'not-a-token' })).status, 401);
   });
 
+  test('an authenticated user who may not get the Provider gets 403; an unknown provider is 404 before any authentication', async () => {
+    const tenant = booted.env.tenants[0]!;
+    assert.equal((await get(`${base}/vms`, { ca: sim.inventory.caPEM, token: tenant.token })).status, 403);
+    assert.equal((await get(`${sim.inventory.url}/providers/vsphere/00000000-0000-0000-0000-000000000000/vms`, { ca: sim.inventory.caPEM })).status, 404);
+  });
+
   test('VMs are listed by id, name and path, and one VM carries the full vSphere model', async () => {
     const list = await get(`${base}/vms`, { ca: sim.inventory.caPEM, token });
     assert.equal(list.status, 200);
@@ -68,6 +74,7 @@ describe('simulated Forklift inventory', () => {
     const vm = one.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     assert.equal(vm.host, 'host-7');
     assert.equal(vm.powerState, 'poweredOn');
+    assert.deepEqual([vm.toolsStatus, vm.toolsRunningStatus], ['toolsOk', 'guestToolsRunning']);
     assert.equal(vm.firmware, 'efi');
     assert.equal(vm.secureBoot, true);
     assert.deepEqual([vm.cpuCount, vm.coresPerSocket, vm.memoryMB], [8, 4, 16384]);

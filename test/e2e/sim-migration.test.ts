@@ -6,7 +6,7 @@ import { freshNamespace, waitFor } from './env/index.ts';
 import { bootSim, type BootedSim } from './fixtures.ts';
 import { type Sim, CONTENT_ANNOTATION, contentIdentity, vcenter } from '../sim/index.ts';
 import type { Rest} from '../sim/testing.ts';
-import { R, type Obj, condition, createMigration, createPlan, forkliftSetup, listIn } from '../sim/testing.ts';
+import { R, type Obj, condition, createMigration, createPlan, forkliftSetup, goodSecretData, listIn, vsphereProvider, vsphereSecret } from '../sim/testing.ts';
 
 const URL_A = 'https://vcenter-a.example.com/sdk';
 const world = vcenter({
@@ -103,6 +103,10 @@ describe('simulated Forklift: cold raw-copy migration', () => {
       assert.equal(c.metadata.labels!.migration, mig.metadata.uid);
       assert.equal(c.metadata.labels!.vmID, 'vm-1');
       assert.deepEqual(c.metadata.ownerReferences!.map((r) => `${r.kind}/${r.name}/${r.uid}`), [`VirtualMachine/${vm.metadata.name}/${vm.metadata.uid}`]);
+      // Forklift's vmOwnerReference: not the controller, and blocking the VM's foreground deletion.
+      assert.equal(c.metadata.ownerReferences![0]!.controller, false);
+      assert.equal(c.metadata.ownerReferences![0]!.blockOwnerDeletion, true);
+      assert.equal(c.metadata.labels!['plan-name'], undefined, 'v2.11.5 has no plan-name label');
       assert.equal(c.status.phase, 'Bound');
       const pv = (await rest.get(R.PV, undefined, c.spec.volumeName))!;
       assert.equal(pv.spec.storageClassName, 'sim-fast');
@@ -190,7 +194,7 @@ describe('simulated Forklift: cold raw-copy migration', () => {
     assert.deepEqual(vms.map((v) => v.metadata.labels!.vmID), ['vm-1']);
   });
 
-  test('deleting a Plan garbage-collects its labelled claims that no VirtualMachine owns', async () => {
+  test('at Forklift 2.11 deleting a Plan leaves the claims its run produced', async () => {
     const ns = await freshNamespace('sim-plangc');
     await forkliftSetup(rest, ns, world, { storageClass: 'sim-fast' });
     await ready(R.StorageMap, ns, 'sto');
@@ -199,11 +203,95 @@ describe('simulated Forklift: cold raw-copy migration', () => {
     const mig = await createMigration(rest, plan);
     await waitFor('Migration Succeeded', async () => condition(await rest.get(R.Migration, ns, mig.metadata.name), 'Succeeded'), { timeoutMs: 60_000 });
     const claims = await listIn(rest, R.PVC, ns);
+    for (const c of claims) await rest.patch(R.PVC, ns, c.metadata.name, { metadata: { ownerReferences: null } });
+    await rest.del(R.Plan, ns, 'p');
+    await waitFor('Plan gone', async () => !(await rest.get(R.Plan, ns, 'p')));
+    // The sim's Plan-deletion handler has run once the Plan is gone from its informer; nothing is deleted.
+    await waitFor('Migration garbage-collected with its Plan', async () => !(await rest.get(R.Migration, ns, mig.metadata.name)));
+    assert.deepEqual((await listIn(rest, R.PVC, ns)).map((c) => c.metadata.name).sort(), claims.map((c) => c.metadata.name).sort());
+  });
+
+  test('a Provider deleted under a running Plan freezes the run: SourceProviderNotValid, no Executing, no verdict, no further progress', async () => {
+    const ns = await freshNamespace('sim-provgone');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-fast' });
+    await ready(R.StorageMap, ns, 'sto');
+    const plan = await createPlan(rest, ns, 'p', [{ id: 'vm-2' }]);
+    await ready(R.Plan, ns, 'p');
+    const mig = await createMigration(rest, plan);
+    await waitFor('transfer under way', async () => (await rest.get(R.Plan, ns, 'p'))?.status?.migration?.vms?.[0]?.pipeline?.[1]?.progress?.completed > 0);
+    await rest.del(R.Provider, ns, 'vsphere');
+    const p = await waitFor('Plan blocked on its missing source Provider', async () => {
+      const x = await rest.get(R.Plan, ns, 'p');
+      return condition(x, 'SourceProviderNotValid') && !condition(x, 'Executing') ? x : undefined;
+    });
+    assert.equal(condition(p, 'SourceProviderNotValid')!.reason, 'NotFound');
+    assert.equal(condition(p, 'SourceProviderNotValid')!.category, 'Critical');
+    const frozen = p.status.migration.vms[0].pipeline[1].progress.completed;
+    // A witness: a new Provider loads its inventory over several transfer ticks; an unfrozen run would have
+    // written progress meanwhile.
+    await vsphereSecret(rest, ns, 'witness', goodSecretData(world));
+    await vsphereProvider(rest, ns, 'witness', URL_A, 'witness');
+    await ready(R.Provider, ns, 'witness');
+    const again = (await rest.get(R.Plan, ns, 'p'))!;
+    for (const x of [again, await rest.get(R.Migration, ns, mig.metadata.name)]) {
+      for (const t of ['Succeeded', 'Failed', 'Canceled']) assert.equal(condition(x, t), undefined, `${x?.kind} has no ${t}`);
+    }
+    assert.equal(again.status.migration.vms[0].pipeline[1].progress.completed, frozen, 'no progress after the Provider went');
+    assert.equal((await listIn(rest, R.DataVolume, ns)).length, 1, 'nothing cleaned up: the DataVolume stays');
+  });
+});
+
+describe('simulated Forklift 2.12', () => {
+  let rest: Rest;
+  let booted: BootedSim;
+  before(async () => {
+    booted = await bootSim({ worlds: [world], storageClasses: [{ name: 'sim-fast', reclaimPolicy: 'Delete' }], sim: { mbPerSecond: 8192, forkliftVersion: '2.12' } });
+    ({ rest } = booted);
+  });
+  after(async () => {
+    await booted?.shutdown();
+  });
+
+  const ready = async (res: typeof R.Provider, ns: string, name: string): Promise<Obj> =>
+    await waitFor(`${res.kind} ${name} Ready`, async () => {
+      const o = await rest.get(res, ns, name);
+      return condition(o, 'Ready') ? o : undefined;
+    });
+
+  test('deleting a Plan garbage-collects its plan-name-labelled claims that no VirtualMachine owns', async () => {
+    const ns = await freshNamespace('sim-plangc');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-fast' });
+    await ready(R.StorageMap, ns, 'sto');
+    const plan = await createPlan(rest, ns, 'p', [{ id: 'vm-1' }]);
+    await ready(R.Plan, ns, 'p');
+    const mig = await createMigration(rest, plan);
+    await waitFor('Migration Succeeded', async () => condition(await rest.get(R.Migration, ns, mig.metadata.name), 'Succeeded'), { timeoutMs: 60_000 });
+    const claims = await listIn(rest, R.PVC, ns);
+    for (const c of claims) assert.deepEqual([c.metadata.labels!['plan-name'], c.metadata.labels!['plan-namespace']], ['p', ns]);
     // Detach one claim from the VM (as a handoff would), keep the other owned.
     const [free, owned] = claims as [Obj, Obj];
     await rest.patch(R.PVC, ns, free.metadata.name, { metadata: { ownerReferences: null } });
     await rest.del(R.Plan, ns, 'p');
     await waitFor('unowned labelled claim deleted', async () => !(await rest.get(R.PVC, ns, free.metadata.name)));
     assert.ok(await rest.get(R.PVC, ns, owned.metadata.name), 'a claim owned by the VirtualMachine stays');
+  });
+
+  test('a map naming a source id the inventory does not know only warns, and is Ready', async () => {
+    const ns = await freshNamespace('sim-maps');
+    await forkliftSetup(rest, ns, world, { storageClass: 'sim-fast' });
+    await rest.create(R.NetworkMap, {
+      metadata: { name: 'typo', namespace: ns },
+      spec: { provider: { source: { name: 'vsphere', namespace: ns }, destination: { name: 'host', namespace: ns } }, map: [{ source: { id: 'network-404' }, destination: { type: 'pod' } }] },
+    });
+    const m = await ready(R.NetworkMap, ns, 'typo');
+    assert.equal(condition(m, 'SourceNetworkNotValid')!.category, 'Warn');
+  });
+
+  test('Forklift 2.12 reads the CA from ca.crt', async () => {
+    const ns = await freshNamespace('sim-prov');
+    const { cacert: _omit, ...secret } = goodSecretData(world);
+    await vsphereSecret(rest, ns, 's', secret);
+    await vsphereProvider(rest, ns, 'vs', URL_A, 's');
+    await ready(R.Provider, ns, 'vs');
   });
 });

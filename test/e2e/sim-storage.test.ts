@@ -130,24 +130,26 @@ describe('simulated storage, CDI and Cozystack apps', () => {
     assert.equal(kept.metadata.labels!.mine, 'yes');
   });
 
-  test('a VMInstance renders VirtualMachine vm-instance-<name> with its run strategy, disks and resources', async () => {
+  test('a VMInstance renders VirtualMachine vm-instance-<name> as the v1.6.2 chart does: run strategy, disk-<name> disks, resources, pod + Multus networks', async () => {
     const ns = await freshNamespace('sim-apps');
     await rest.create(R.VMInstance, {
       metadata: { name: 'web', namespace: ns },
-      spec: { runStrategy: 'Halted', resources: { cpu: 2, sockets: 1, memory: '4Gi' }, disks: [{ name: 'root', bus: 'sata' }, { name: 'data' }] },
+      spec: { runStrategy: 'Halted', resources: { cpu: 2, sockets: 1, memory: '4Gi' }, disks: [{ name: 'root', bus: 'sata' }, { name: 'data' }], networks: [{ name: 'lan' }] },
     });
     const vm = await waitFor('vm-instance-web', async () => rest.get(R.VirtualMachine, ns, 'vm-instance-web'));
     assert.equal(vm.spec.runStrategy, 'Halted');
     assert.deepEqual(vm.spec.template.spec.domain.cpu, { cores: 2, sockets: 1 });
     assert.equal(vm.spec.template.spec.domain.resources.requests.memory, '4Gi');
     assert.deepEqual(vm.spec.template.spec.domain.devices.disks, [
-      { name: 'root', disk: { bus: 'sata' }, bootOrder: 1 },
-      { name: 'data', disk: { bus: 'virtio' }, bootOrder: 2 },
+      { name: 'disk-root', disk: { bus: 'sata' }, bootOrder: 1 },
+      { name: 'disk-data', disk: {}, bootOrder: 2 },
     ]);
     assert.deepEqual(vm.spec.template.spec.volumes, [
-      { name: 'root', dataVolume: { name: 'vm-disk-root' } },
-      { name: 'data', dataVolume: { name: 'vm-disk-data' } },
+      { name: 'disk-root', dataVolume: { name: 'vm-disk-root' } },
+      { name: 'disk-data', dataVolume: { name: 'vm-disk-data' } },
     ]);
+    assert.deepEqual(vm.spec.template.spec.domain.devices.interfaces, [{ name: 'default', bridge: {} }, { name: 'lan', bridge: {} }]);
+    assert.deepEqual(vm.spec.template.spec.networks, [{ name: 'default', pod: {} }, { name: 'lan', multus: { networkName: `${ns}/lan` } }]);
     await rest.del(R.VMInstance, ns, 'web');
     await waitFor('VirtualMachine removed with its VMInstance', async () => !(await rest.get(R.VirtualMachine, ns, 'vm-instance-web')));
   });

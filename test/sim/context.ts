@@ -47,8 +47,15 @@ export interface Informers {
   migration?: Informer;
 }
 
+/**
+ * Which Forklift the sim plays: '2.11' (kubev2v/forklift v2.11.5, what the platform pins) or '2.12' (v2.12.5).
+ * The differences played are listed in test/sim/README.md.
+ */
+export type ForkliftVersion = '2.11' | '2.12';
+
 export interface Ctx {
   rest: Rest;
+  forkliftVersion: ForkliftVersion;
   worlds: World[];
   timings: SimTimings;
   mbPerSecond: number;

@@ -48,6 +48,8 @@ interface Run {
   result?: 'Succeeded' | 'Failed' | 'Canceled';
   canceledByDelete?: boolean;
   cancelVM: Map<string, AbortController>;
+  /** A Provider of the Plan went away mid-run: the run stops where it is, with no verdict (see freeze). */
+  frozen?: boolean;
 }
 
 export class Forklift {
@@ -197,49 +199,61 @@ export class Forklift {
       phase = 'ValidationFailed';
       return done();
     }
+    // validate (kubev2v/forklift@v2.11.5:pkg/controller/provider/validation.go): validateURL, validateSecret
+    // (with validateConnectionStatus and the certificate fetch), testConnection, inventoryCreated.
     const url: string = p.spec?.url ?? '';
-    if (!url) conds.push(cond('UrlNotValid', 'Critical', 'NotSet', 'The provider is not responding: url not set.'));
-    else if (!URL.canParse(url)) conds.push(cond('UrlNotValid', 'Critical', 'Malformed', 'The URL is not valid.'));
+    if (!url) conds.push(cond('UrlNotValid', 'Critical', 'NotSet', 'The `url` is not valid.'));
+    else if (!URL.canParse(url)) conds.push(cond('UrlNotValid', 'Critical', 'Malformed', `The \`url\` is malformed: parse "${url}": invalid URI for request`));
+    if (conds.length) phase = 'ValidationFailed';
     const sref = p.spec?.secret as Ref;
-    let data: Record<string, string> = {};
-    if (!sref?.name || !sref.namespace) conds.push(cond('SecretNotValid', 'Critical', 'NotSet', 'The secret is not valid.'));
+    let data: Record<string, string> | undefined;
+    if (!sref?.name || !sref.namespace) conds.push(cond('SecretNotValid', 'Critical', 'NotSet', 'The `secret` is not valid.'));
     else {
       const s = this.ctx.inf.secret.get(sref.namespace, sref.name);
-      if (!s) conds.push(cond('SecretNotValid', 'Critical', 'NotFound', 'The secret is not valid.'));
+      if (!s) conds.push(cond('SecretNotValid', 'Critical', 'NotFound', 'The `secret` is not valid.'));
       else data = secretData(s);
     }
-    const insecure = data.insecureSkipVerify === 'true';
-    const ca = data['ca.crt'] ?? data.cacert;
-    if (!conds.some((c) => c.type === 'SecretNotValid')) {
-      const missing = ['user', 'password'].filter((k) => !data[k]);
-      if (!insecure && !ca && !data.thumbprint) missing.push('cacert');
-      if (missing.length) conds.push(cond('SecretNotValid', 'Critical', 'DataErr', 'The secret is not valid.', missing));
-      // A SHA-1 thumbprint where a PEM CA is expected (Forklift ≥2.6 wants the CA).
-      else if (!insecure && (!ca || parsePEMBundle(ca).length === 0)) conds.push(cond('SecretNotValid', 'Critical', 'DataErr', 'The secret is not valid.', ['cacert']));
-    }
-    if (blocking(conds)) {
+    if (!data) {
       phase = 'ValidationFailed';
       return done();
     }
     const world = this.worldOf(p);
-    if (!world) {
-      conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Could not connect to the ESXi/vCenter server: dial tcp: lookup ${new URL(url).hostname}: no such host`));
+    // GetInsecureSkipVerifyFlag: strconv.ParseBool of the value, false when absent or unparsable.
+    const insecure = ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(data.insecureSkipVerify ?? '');
+    // v2.11.5 reads the CA from `cacert` only (pkg/lib/util/util.go tlsConfig); v2.12.5 from `ca.crt`, then
+    // `cacert` (forklift@v2.12.5:pkg/lib/util/util.go GetCACert), and names `ca.crt` when both are missing.
+    const v212 = this.ctx.forkliftVersion === '2.12';
+    const ca = v212 ? data['ca.crt'] || data.cacert : data.cacert;
+    const missing = ['user', 'password'].filter((k) => !(k in data));
+    if (!insecure && !ca) missing.push(v212 ? 'ca.crt' : 'cacert');
+    else {
+      // validateConnectionStatus, then the certificate fetch (util.GetTlsCertificate) for the fingerprint.
+      let certErr: string | undefined;
+      if (insecure) conds.push(cond('ConnectionInsecure', 'Warn', 'SkipTLSVerification', 'TLS is susceptible to machine-in-the-middle attacks when certificate verification is skipped.'));
+      else if (parsePEMBundle(ca!).length === 0) certErr = 'failed to parse the specified certificate'; // a thumbprint, say
+      if (!certErr && !world) certErr = `dial tcp: lookup ${URL.canParse(url) ? new URL(url).hostname : url}: no such host`;
+      if (certErr) {
+        conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', certErr));
+        phase = 'ConnectionFailed';
+      } else fingerprint = world!.fixture.thumbprint;
+    }
+    if (missing.length) {
+      conds.push(cond('SecretNotValid', 'Critical', 'DataErr', 'The `secret` is not valid.', missing));
+      phase = 'ValidationFailed';
+    }
+    if (blocking(conds)) return done();
+    // testConnection: vCenter's answer. 401/400 → ConnectionAuthFailed (Forklift stops retrying); else failed.
+    if (!bundleVerifiesOrInsecure(insecure, ca, world!.fixture.certPEM)) {
+      conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Connection test, failed: Post "${url}": tls: failed to verify certificate: x509: certificate signed by unknown authority`));
       phase = 'ConnectionFailed';
       return done();
     }
-    if (insecure) conds.push(cond('ConnectionInsecure', 'Warn', 'SkipTLSVerification', 'TLS is susceptible to machine-in-the-middle attacks when certificate verification is skipped.'));
-    else if (!bundleVerifies(ca!, world.fixture.certPEM)) {
-      conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Post "${url}": tls: failed to verify certificate: x509: certificate signed by unknown authority`));
-      phase = 'ConnectionFailed';
-      return done();
-    }
-    if (data.user !== world.fixture.user || data.password !== world.fixture.password) {
-      conds.push(cond('ConnectionAuthFailed', 'Critical', 'Tested', 'Cannot complete login due to an incorrect user name or password.'));
+    if (data.user !== world!.fixture.user || data.password !== world!.fixture.password) {
+      conds.push(cond('ConnectionAuthFailed', 'Critical', 'Tested', 'Connection auth failed, error: ServerFaultCode: Cannot complete login due to an incorrect user name or password.'));
       phase = 'ConnectionFailed';
       return done();
     }
     conds.push(cond('ConnectionTestSucceeded', 'Required', 'Tested', 'Connection test, succeeded.'));
-    fingerprint = world.fixture.thumbprint;
     const lkey = p.metadata.uid!;
     if (!this.loaded.has(lkey)) {
       conds.push(cond('LoadInventory', 'Advisory', 'Started', 'Loading the inventory.'));
@@ -253,6 +267,7 @@ export class Forklift {
       return done();
     }
     conds.push(cond('InventoryCreated', 'Required', 'Completed', 'The inventory has been loaded.'));
+    conds.push(cond('Validated', 'Advisory', 'Completed', 'Validation has been completed.'));
     conds.push(cond('Ready', 'Required', 'Completed', 'The provider is ready.'));
     phase = 'Ready';
     return done();
@@ -264,15 +279,18 @@ export class Forklift {
     const [ns, name] = k.slice('Host|'.length).split('/') as [string, string];
     const h = this.ctx.inf.host!.get(ns, name);
     if (!h || h.metadata.deletionTimestamp) return;
+    // validate (kubev2v/forklift@v2.11.5:pkg/controller/host/validation.go); Ready (host/controller.go) needs no
+    // blocker and ConnectionTestSucceeded; a failed test is retried only every 15 min upstream.
     const conds: Cond[] = [];
     const pr = this.resolve(this.ctx.inf.provider, h.spec?.provider);
     const world = this.worldOf(pr.obj);
     if (pr.reason) conds.push(cond('RefNotValid', 'Critical', pr.reason, 'The provider reference is not valid.'));
     else if (pr.obj!.metadata.namespace !== ns) conds.push(cond('RefNotValid', 'Critical', 'NotValid', 'The host must be in the namespace of its provider.'));
     const hf = world?.host(h.spec?.id);
-    if (!conds.length && (!world || !hf)) conds.push(cond('RefNotValid', 'Critical', 'NotFound', 'The host id was not found in the inventory.'));
+    if (!conds.length && !h.spec?.id) conds.push(cond('RefNotValid', 'Critical', 'NotSet', 'The `id` is not valid.'));
+    if (!conds.length && (!world || !hf)) conds.push(cond('RefNotValid', 'Critical', 'NotFound', 'Referenced host not found.'));
     const ip: string = h.spec?.ipAddress ?? '';
-    if (!ipaddr.isValid(ip)) conds.push(cond('IpNotValid', 'Critical', ip ? 'Malformed' : 'NotSet', 'The IP address is not valid.'));
+    if (!ipaddr.isValid(ip)) conds.push(cond('IpNotValid', 'Critical', ip ? 'Malformed' : 'NotSet', 'The `ipAddress` is not valid.'));
     const sr = this.resolve(this.ctx.inf.secret, h.spec?.secret);
     const data = secretData(sr.obj);
     if (sr.reason) conds.push(cond('SecretNotValid', 'Critical', sr.reason, 'The secret is not valid.'));
@@ -284,7 +302,10 @@ export class Forklift {
       if (hf.inMaintenance) conds.push(cond('InMaintenance', 'Warn', 'InMaintenance', 'The host is in maintenance mode.'));
       if (!world.reachable(hf.id, ip)) conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Could not connect to the ESXi host: dial tcp ${ip}:443: connect: no route to host`));
       else if (data.user !== hf.user || data.password !== hf.password) conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', 'Could not connect to the ESXi host: incorrect user name or password.'));
-      else conds.push(cond('Ready', 'Required', 'Completed', 'The host is ready.'));
+      else {
+        conds.push(cond('ConnectionTestSucceeded', 'Required', 'Tested', 'Connection test, succeeded.'));
+        conds.push(cond('Ready', 'Required', 'Completed', 'The host is ready.'));
+      }
     }
     await this.writeStatus(R.Host, h, { conditions: conds });
   }
@@ -314,8 +335,10 @@ export class Forklift {
       const unknown = ((m.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string } }>)
         .map((e) => e.source?.id ?? e.source?.name ?? '')
         .filter((ref) => !known.some((x) => x.id === ref || x.name === ref));
-      // Forklift only warns about unknown source ids: the map still goes Ready.
-      if (unknown.length) conds.push(cond(storage ? 'SourceStorageNotValid' : 'SourceNetworkNotValid', 'Warn', 'NotFound', `Source ${storage ? 'storage' : 'network'} not found.`, unknown));
+      // A source the inventory does not know (pkg/controller/map/{network,storage}/validation.go): Critical at
+      // v2.11.5 — the map never becomes Ready — and only Warn at v2.12.5. Items are ref.String().
+      const category = this.ctx.forkliftVersion === '2.12' ? 'Warn' : 'Critical';
+      if (unknown.length) conds.push(cond(storage ? 'SourceStorageNotValid' : 'SourceNetworkNotValid', category, 'NotFound', `Source ${storage ? 'storage' : 'network'} not found.`, unknown.map((id) => refString({ id, name: '' }))));
     }
     if (!blocking(conds)) conds.push(cond('Ready', 'Required', 'Completed', 'The map is ready.'));
     await this.writeStatus(storage ? R.StorageMap : R.NetworkMap, m, { conditions: conds });
@@ -400,6 +423,8 @@ export class Forklift {
     if (!refs.length) conds.push(cond('VMNotValid', 'Critical', 'NotSet', 'The plan lists no VMs.'));
     if (!blocking(conds) && !conds.some((c) => c.type === 'ValidatingVDDK')) conds.push(cond('Ready', 'Required', 'Completed', 'The migration plan is ready.'));
     this.planValidation.set(key, conds);
+    const running = this.runs.get(key);
+    if (running && !running.result && !running.frozen && (src.reason || dst.reason)) this.freeze(running);
     await this.writePlan(key);
     if (this.isReadyConds(conds)) for (const m of this.ctx.inf.migration!.list(ns)) if (m.spec?.plan?.name === name) this.migq.add(keyOf(m));
   }
@@ -408,16 +433,31 @@ export class Forklift {
     return cs.some((c) => c.type === 'Ready');
   }
 
+  /**
+   * A Provider deleted under a running Plan (kubev2v/forklift@v2.11.5:pkg/controller/plan/controller.go execute):
+   * validation now finds SourceProviderNotValid/DestinationProviderNotValid (NotFound, Critical), and execute
+   * returns before touching the run whenever the Plan has a blocker — so nothing advances, cancels, fails or
+   * completes it: the VMs' pipelines stay where they were, the Migration gets no terminal condition, and
+   * Executing drops off the Plan (conditions are re-staged and execute no longer sets it). (CDI would go on
+   * importing underneath; here the transfer stops with the run.) A second Migration of the Plan waits forever.
+   */
+  private freeze(run: Run): void {
+    run.frozen = true;
+    run.abort.abort();
+  }
+
   private async planDeleted(plan: Obj): Promise<void> {
     const key = keyOf(plan);
     this.planValidation.delete(key);
-    // From 2.12 deleting a Plan garbage-collects every labelled claim/DataVolume not owned by a VM.
-    const uid = plan.metadata.uid!;
     const run = this.runs.get(key);
     run?.abort.abort();
+    if (run?.frozen) this.runs.delete(key);
+    // v2.12.5 only: cleanupOrphanedResources (forklift@v2.12.5:pkg/controller/plan/controller.go) deletes every
+    // claim and DataVolume labelled plan-name/plan-namespace that no VirtualMachine owns. v2.11.5 deletes nothing.
+    if (this.ctx.forkliftVersion !== '2.12') return;
     for (const [i, res] of [[this.ctx.inf.dv, R.DataVolume], [this.ctx.inf.pvc, R.PVC]] as const) {
       for (const o of i.list()) {
-        if (o.metadata.labels?.plan !== uid) continue;
+        if (o.metadata.labels?.['plan-name'] !== plan.metadata.name || o.metadata.labels?.['plan-namespace'] !== plan.metadata.namespace) continue;
         if ((o.metadata.ownerReferences ?? []).some((r) => r.kind === 'VirtualMachine')) continue;
         await this.ctx.rest.del(res, o.metadata.namespace, o.metadata.name).catch(() => false);
       }
@@ -466,8 +506,8 @@ export class Forklift {
         vms: run.vms,
         history: this.history(prevMig.history, run, plan),
       };
-      if (!run.result) conds.push(cond('Executing', 'Advisory', 'Started', 'The plan is EXECUTING.'));
-      else conds.push(this.terminal(run, 'plan'));
+      if (run.result) conds.push(this.terminal(run, 'plan'));
+      else if (!run.frozen) conds.push(cond('Executing', 'Advisory', 'Started', 'The plan is EXECUTING.'));
     } else conds.push(...prevTerminal.map((c) => ({ ...c, durable: true })));
     const next = { conditions: stamp(conds, plan.status?.conditions), observedGeneration: plan.metadata.generation, migration };
     if (sameStatus({ conditions: plan.status?.conditions, observedGeneration: plan.status?.observedGeneration, migration: plan.status?.migration }, next)) return;
@@ -633,14 +673,14 @@ export class Forklift {
     let next = 0;
     for (const st of run.vms.slice(inflight)) st.conditions = stamp([cond('Pending', 'Advisory', 'Pending', 'The VM migration is PENDING.')], undefined);
     const worker = async (): Promise<void> => {
-      while (next < vms.length) {
+      while (next < vms.length && !run.frozen) {
         const i = next++;
         run.vms[i]!.conditions = [];
         await this.migrateVM(run, plan, src, world, vms[i]!, run.vms[i]!);
       }
     };
     await Promise.all(Array.from({ length: Math.min(inflight, vms.length) }, () => worker()));
-    if (this.ctx.stopping) return;
+    if (this.ctx.stopping || run.frozen) return;
     const results = run.vms.map((v) => v.conditions.find((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))?.type);
     run.result = run.canceledByDelete || results.every((r) => r === 'Canceled') ? 'Canceled' : results.includes('Failed') ? 'Failed' : 'Succeeded';
     run.completed = new Date().toISOString();
@@ -653,12 +693,12 @@ export class Forklift {
     run.cancelVM.set(vm.id, vmAbort);
     const signal = AbortSignal.any([run.abort.signal, vmAbort.signal]);
     const tns: string = plan.spec.targetNamespace;
-    const labels = {
+    // vmLabels (pkg/controller/plan/kubevirt.go): plan, migration, vmID; v2.12.5 adds plan-name, plan-namespace.
+    const labels: Record<string, string> = {
       plan: plan.metadata.uid!,
       migration: run.migration.metadata.uid!,
       vmID: vm.id,
-      'plan-name': plan.metadata.name,
-      'plan-namespace': plan.metadata.namespace!,
+      ...(ctx.forkliftVersion === '2.12' ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
     };
     const [init, xfer, create] = st.pipeline as [StepState, StepState, StepState];
     const now = (): string => new Date().toISOString();
@@ -757,9 +797,12 @@ export class Forklift {
       create.started = now();
       await phase('CreateVM');
       const target = await this.createVM(run, plan, vm, st, tns, labels, claims);
+      // EnsureVM (pkg/controller/plan/kubevirt.go at v2.11.5): each claim's owner references are REPLACED by one
+      // to the VirtualMachine (vmOwnerReference: controller false, blockOwnerDeletion true); then the CreateVM
+      // phase deletes the DataVolumes ("Removing unnecessary DataVolumes", plan/migration.go).
       for (const c of claims) {
         await ctx.rest.patch(R.PVC, tns, c.metadata.name, {
-          metadata: { ownerReferences: [{ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', name: target.metadata.name, uid: target.metadata.uid! }] },
+          metadata: { ownerReferences: [{ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', name: target.metadata.name, uid: target.metadata.uid!, blockOwnerDeletion: true, controller: false }] },
         });
       }
       for (const dv of dvs) await ctx.rest.del(R.DataVolume, tns, dv.metadata.name);
@@ -771,7 +814,7 @@ export class Forklift {
       st.conditions = stamp([cond('Succeeded', 'Advisory', 'Completed', 'The VM migration has SUCCEEDED.')], undefined);
       this.markDirty(run);
     } catch (e) {
-      if (ctx.stopping) return;
+      if (ctx.stopping || run.frozen) return;
       const canceled = signal.aborted;
       step.phase = step.phase === 'Pending' ? 'Pending' : 'Completed';
       st.completed = now();
@@ -950,6 +993,10 @@ async function retryRefusedBeforeWrite<T>(ctx: Ctx, signal: AbortSignal, fn: () 
       await sleep(ctx, delay, signal);
     }
   }
+}
+
+function bundleVerifiesOrInsecure(insecure: boolean, ca: string | undefined, certPEM: string): boolean {
+  return insecure || (!!ca && bundleVerifies(ca, certPEM));
 }
 
 /** ref.Ref.String() (kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/ref/ref.go): how Plan condition items name VMs. */

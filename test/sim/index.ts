@@ -5,7 +5,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
-import { type Ctx, DEFAULT_TIMINGS, type SimTimings } from './context.ts';
+import { type Ctx, DEFAULT_TIMINGS, type ForkliftVersion, type SimTimings } from './context.ts';
 import { Forklift } from './forklift.ts';
 import { Informer, type Obj, R, Rest, notFound, HttpError } from './rest.ts';
 import { Inventory, Webhook } from './servers.ts';
@@ -16,7 +16,7 @@ export { SIM_PROVISIONER, POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
 export { vcenter, World, contentIdentity, inServiceCIDR, type WorldFixture, type VCenterSpec, type VMFixture, type HostFixture, type DiskFixture, type VMFaults } from './world.ts';
 export { CONTENT_ANNOTATION, SOURCE_ANNOTATION, NBD_ERROR } from './forklift.ts';
 export { INVENTORY_SECRET, NAME_LIMITS, appNameError } from './servers.ts';
-export { DEFAULT_TIMINGS, type SimTimings } from './context.ts';
+export { DEFAULT_TIMINGS, type ForkliftVersion, type SimTimings } from './context.ts';
 
 const CRD_DIR = join(dirname(fileURLToPath(import.meta.url)), '../crds');
 
@@ -31,6 +31,8 @@ export interface SimOptions {
   forkliftInstalled?: boolean;
   /** Default 'cozy-forklift'. */
   forkliftNamespace?: string;
+  /** Which Forklift to play: '2.11' (default, v2.11.5) or '2.12' (v2.12.5). */
+  forkliftVersion?: ForkliftVersion;
   /** Fast-forward knobs; defaults are small (DEFAULT_TIMINGS). */
   timings?: Partial<SimTimings>;
 }
@@ -111,6 +113,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
   const mk = (res: (typeof R)[keyof typeof R]): Informer => new Informer(rest, res);
   const ctx: Ctx = {
     rest,
+    forkliftVersion: opts.forkliftVersion ?? '2.11',
     worlds: opts.worlds.map((w) => new World(w)),
     timings: { ...DEFAULT_TIMINGS, ...(opts.timings ?? {}) },
     mbPerSecond: opts.mbPerSecond ?? 16384,

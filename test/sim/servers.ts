@@ -91,25 +91,39 @@ export class Inventory {
     await closeServer(this.server);
   }
 
-  private async authenticated(req: IncomingMessage): Promise<boolean> {
-    const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
-    if (!m) return false;
+  /**
+   * Auth.permit (kubev2v/forklift@v2.11.5:pkg/controller/provider/web/base/auth.go): the bearer token must pass a
+   * TokenReview (else 401), and its user may `get` the Provider in its namespace by a SubjectAccessReview
+   * (else 403).
+   */
+  private async authorize(req: IncomingMessage, p: Obj): Promise<number> {
+    const m = /^Bearer\s+(\S+)$/.exec(req.headers.authorization ?? '');
+    if (!m) return 401;
     const tr = await this.ctx.rest.post(R.TokenReview, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: m[1] } });
-    return tr.status?.authenticated === true;
+    if (tr.status?.authenticated !== true) return 401;
+    const u = tr.status.user ?? {};
+    const review = await this.ctx.rest.post(R.SubjectAccessReview, {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: { resourceAttributes: { group: 'forklift.konveyor.io', resource: 'providers', namespace: p.metadata.namespace, name: p.metadata.name, verb: 'get' }, user: u.username, groups: u.groups, uid: u.uid, extra: u.extra },
+    });
+    return review.status?.allowed === true ? 200 : 403;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!(await this.authenticated(req))) return json(res, 401, { error: 'Unauthorized' });
     const u = new URL(req.url ?? '/', 'https://x');
     const detail = Number(u.searchParams.get('detail') ?? '0') > 0 || u.searchParams.get('detail') === 'all';
     const m = /^\/providers\/vsphere\/([^/]+)(?:\/(vms|hosts|networks|datastores)(?:\/([^/]+))?)?\/?$/.exec(u.pathname);
     if (!m) return json(res, 404, { error: 'not found' });
+    // Handler.Prepare (web/base/handler.go): the provider first (unknown UID → 404), then parity (an inventory
+    // still loading → 206 Partial Content), then authorization (401/403).
     const fk = this.forklift();
     const p = fk?.providerByUid(m[1]!);
     const world = fk?.worldOf(p);
     if (!p || !world) return json(res, 404, { error: 'provider not found' });
-    // Forklift answers 206 Partial Content while the provider's inventory is still loading.
     if (!fk!.inventoryLoaded(p)) return json(res, 206, m[2] && !m[3] ? [] : {});
+    const allowed = await this.authorize(req, p);
+    if (allowed !== 200) return json(res, allowed, { error: allowed === 401 ? 'Unauthorized' : 'Forbidden' });
     if (!m[2]) return json(res, 200, { uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace, type: 'vsphere', object: p });
     const all = collection(world, m[2]);
     if (m[3]) {

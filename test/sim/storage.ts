@@ -1,6 +1,9 @@
 // Simulated storage side: an external provisioner for SIM_PROVISIONER classes (the real kube-controller-manager
 // binds what it provisions), CDI DataVolumes (claim creation, blank/adopted volumes) and Cozystack's apps
 // rendering (VMDisk → DataVolume vm-disk-<name>, VMInstance → VirtualMachine vm-instance-<name>).
+// Upstream: kubevirt/containerized-data-importer@v1.64.0 (pkg/controller/datavolume/*, pkg/apiserver/webhooks/
+// datavolume-validate.go), cozystack/cozystack@v1.6.2 (packages/apps/vm-disk, packages/apps/vm-instance),
+// kubevirt/kubevirt@v1.8.4 (VirtualMachine status). What is simplified is listed in test/sim/README.md.
 import type { Ctx } from './context.ts';
 import { type Obj, Queue, R, keyOf, notFound, conflict, HttpError } from './rest.ts';
 
@@ -98,6 +101,13 @@ export class Storage {
     }
   }
 
+  /**
+   * CDI's DataVolume controller (containerized-data-importer@v1.64.0:pkg/controller/datavolume/controller-base.go
+   * and import-controller.go): creates the claim named after the DataVolume, controlled by it; a claim that
+   * exists already is adopted only when annotated cdi.kubevirt.io/storage.populatedFor=<DataVolume> or when the
+   * DataVolume allows claim adoption (AllowClaimAdoption), and then the DataVolume is Succeeded without an
+   * import. Simplified: no populator prime claim and no importer pod (the simulated Forklift moves the bytes).
+   */
   private async reconcileDV(key: string): Promise<void> {
     const [ns, name] = key.split('/') as [string, string];
     const dv = this.ctx.inf.dv.get(ns, name);
@@ -172,6 +182,8 @@ export class Storage {
   }
 
   // ------------------------------------------------------------ KubeVirt (status only: nothing ever runs here)
+  // printableStatus Stopped for a Halted VM, Starting otherwise (kubevirt@v1.8.4:staging/src/kubevirt.io/api/
+  // core/v1/types.go VirtualMachinePrintableStatus); no VirtualMachineInstance is ever created.
 
   private async kubevirtStatus(vm: Obj): Promise<void> {
     const halted = vm.spec?.runStrategy === 'Halted' || vm.spec?.running === false;
@@ -189,6 +201,8 @@ export class Storage {
     const kind = parts[0]!;
     const deleted = parts[1] === 'DELETED';
     const [ns, name] = parts[parts.length - 1]!.split('/') as [string, string];
+    // Cozystack's aggregated API installs a Helm release <prefix><name> per application
+    // (cozystack@v1.6.2:packages/system/vm-disk-rd/cozyrds/vm-disk.yaml, vm-instance-rd/cozyrds/vm-instance.yaml).
     if (kind === 'VMDisk') {
       const release = `vm-disk-${name}`;
       if (deleted) {
@@ -199,11 +213,12 @@ export class Storage {
       }
       const d = this.ctx.inf.vmdisk.get(ns, name);
       if (!d) return;
-      // A DataVolume of that name already exists (e.g. pre-created by the handoff): kept verbatim.
+      // packages/apps/vm-disk/templates/dv.yaml at v1.6.2: a DataVolume of the release's name that already exists
+      // (pre-created by the handoff) keeps its spec verbatim.
       if (this.ctx.inf.dv.get(ns, release) || (await this.ctx.rest.get(R.DataVolume, ns, release))) return;
       const spec = d.spec ?? {};
       const src = spec.source ?? {};
-      const source = src.http ? { http: { url: src.http.url } } : src.image ? { pvc: { name: `vm-image-${src.image.name}`, namespace: 'cozy-public' } } : src.upload ? { upload: {} } : src.disk ? { pvc: { name: `vm-disk-${src.disk.name}`, namespace: ns } } : { blank: {} };
+      const source = src.http ? { http: { url: src.http.url } } : src.image ? { pvc: { name: `vm-default-images-${src.image.name}`, namespace: 'cozy-public' } } : src.upload ? { upload: {} } : src.disk ? { pvc: { name: `vm-disk-${src.disk.name}`, namespace: ns } } : { blank: {} };
       await this.ctx.rest.create(R.DataVolume, {
         metadata: {
           name: release,
@@ -232,7 +247,11 @@ export class Storage {
     const spec = inst.spec ?? {};
     const res = spec.resources ?? {};
     const disks = (spec.disks ?? []) as Array<{ name: string; bus?: string }>;
-    const fw = spec.firmware ?? {};
+    const networks = ((spec.networks ?? spec.subnets ?? []) as Array<{ name?: string }>).filter((n) => n.name);
+    // cozystack@v1.6.2:packages/apps/vm-instance/templates/vm.yaml: disks `disk-<name>` with bootOrder index+1
+    // on the given bus, volumes from DataVolume vm-disk-<name>; interface `default` (bridge) on the pod network
+    // plus one bridge interface per networks[] entry on Multus <release namespace>/<name>. The v1.6.2 chart has
+    // no firmware value (firmware.uuid only): spec.firmware is ignored, as the chart ignores it.
     const body = {
       metadata: {
         name: release,
@@ -249,10 +268,13 @@ export class Storage {
           spec: {
             domain: {
               ...(spec.instanceType ? {} : { cpu: { cores: Number(res.cpu ?? 1), sockets: Number(res.sockets ?? 1) }, resources: { requests: { memory: res.memory ?? '1Gi' } } }),
-              ...(fw.bootloader ? { firmware: { bootloader: fw.bootloader === 'uefi' ? { efi: { secureBoot: !!fw.secureBoot } } : { bios: {} } } } : {}),
-              devices: { disks: disks.map((x, i) => ({ name: x.name, disk: { bus: x.bus ?? 'virtio' }, bootOrder: i + 1 })) },
+              devices: {
+                disks: disks.map((x, i) => ({ name: `disk-${x.name}`, disk: x.bus ? { bus: x.bus } : {}, bootOrder: i + 1 })),
+                interfaces: [{ name: 'default', bridge: {} }, ...networks.map((n) => ({ name: n.name!, bridge: {} }))],
+              },
             },
-            volumes: disks.map((x) => ({ name: x.name, dataVolume: { name: `vm-disk-${x.name}` } })),
+            networks: [{ name: 'default', pod: {} }, ...networks.map((n) => ({ name: n.name!, multus: { networkName: `${ns}/${n.name}` } }))],
+            volumes: disks.map((x) => ({ name: `disk-${x.name}`, dataVolume: { name: `vm-disk-${x.name}` } })),
           },
         },
       },
