@@ -43,6 +43,18 @@ test('a thumbprint in caCert gives InvalidCACertificate, not a credentials probl
   assert.match(v.message, /The secret is not valid/);
 });
 
+test("a CA Forklift cannot parse (its connection test fails before connecting) says caCert is not a PEM CA, not that vCenter's certificate is unsigned", () => {
+  const failed = { type: 'ConnectionTestFailed', status: 'True', category: 'Critical', reason: 'Tested', message: 'failed to parse the specified certificate' };
+  const tp = 'AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01';
+  for (const caCert of [`-----BEGIN CERTIFICATE-----\n${tp}\n-----END CERTIFICATE-----`, spec.caCert]) {
+    const v = providerVerdict(obj([failed], 'ConnectionFailed'), { username: 'u@d', caCert });
+    assert.equal(v.reason, 'InvalidCACertificate');
+    assert.match(v.message, /not a PEM certificate authority/);
+    assert.match(v.message, /failed to parse the specified certificate/);
+    assert.doesNotMatch(v.message, /not signed by/);
+  }
+});
+
 test('an x509 failure gives InvalidCACertificate; another connection failure ConnectionFailed', () => {
   const x = providerVerdict(obj([{ type: 'ConnectionTestFailed', status: 'True', category: 'Critical', message: 'x509: certificate signed by unknown authority' }]), spec);
   assert.equal(x.reason, 'InvalidCACertificate');

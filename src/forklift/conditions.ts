@@ -93,6 +93,16 @@ export function providerVerdict(provider: KubeObject | undefined, spec: { userna
   }
   const conn = first('ConnectionTestFailed');
   if (conn) {
+    // Forklift parses the CA before it connects (kubev2v/forklift@v2.11.5:pkg/lib/util/util.go tlsConfig): a
+    // CA that is no PEM certificate — a SHA-1 thumbprint, say — fails the connection test with "failed to parse
+    // the specified certificate", which says nothing about vCenter's certificate.
+    if (looksLikeThumbprint(spec.caCert) || /failed to parse the specified certificate/i.test(conn.message ?? '')) {
+      return {
+        ready: false,
+        reason: SourceReason.InvalidCACertificate,
+        message: `credentials.caCert is not a PEM certificate authority (a SHA-1 thumbprint does not work here); give the PEM CA that signed the vCenter certificate (or insecureSkipVerify). Forklift: ${forkliftWords(conn)}`,
+      };
+    }
     if (X509.test(conn.message ?? '')) {
       return { ready: false, reason: SourceReason.InvalidCACertificate, message: `The vCenter certificate is not signed by credentials.caCert. Forklift: ${forkliftWords(conn)}` };
     }
