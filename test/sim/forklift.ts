@@ -350,6 +350,12 @@ export class Forklift {
     return world.fixture.vms.find((v) => (ref.id && v.id === ref.id) || (!ref.id && ref.name && v.name === ref.name));
   }
 
+  /**
+   * Plan validation (kubev2v/forklift@v2.11.5:pkg/controller/plan/validation.go): references with their
+   * namespaces (NotSet/NotFound/NotReady), then per VM from the inventory (VMNotFound, networks/storage mapped,
+   * one pod NIC at most, GuestToolsIssue — plan/adapter/vsphere/validator.go), the VDDK image
+   * (VDDKInitImageUnavailable, ValidatingVDDK while the check Job runs); Ready when nothing blocks.
+   */
   private async reconcilePlan(k: string): Promise<void> {
     const key = k.slice('Plan|'.length);
     const [ns, name] = key.split('/') as [string, string];
@@ -609,7 +615,8 @@ export class Forklift {
     const prevTerminal = ((plan.status?.conditions ?? []) as Cond[]).some((c) => c.type === 'Succeeded' || c.type === 'Failed');
     this.runs.set(planKey, run);
     if (hist.length && prevTerminal) {
-      // The retry trap: VMs of a plan with history are never migrated again; the run "succeeds" creating nothing.
+      // The retry trap: VMs of a plan with history are never migrated again; the run "succeeds" creating nothing
+      // (validation.go skips VMs that already succeeded; controller.go does not reconcile a Succeeded Plan).
       run.vms = ((plan.status?.migration?.vms ?? []) as VMState[]).map((v) => ({ ...v }));
       run.result = 'Succeeded';
       run.completed = new Date().toISOString();
@@ -668,7 +675,8 @@ export class Forklift {
       });
     }
     this.markDirty(run);
-    // At most maxVmInflight VMs transfer at once (controller_max_vm_inflight); the others wait as Pending.
+    // At most maxVmInflight VMs transfer at once (MAX_VM_INFLIGHT, default 20: pkg/settings/migration.go);
+    // the others wait as Pending.
     const inflight = Math.max(1, this.ctx.timings.maxVmInflight);
     let next = 0;
     for (const st of run.vms.slice(inflight)) st.conditions = stamp([cond('Pending', 'Advisory', 'Pending', 'The VM migration is PENDING.')], undefined);
@@ -687,6 +695,12 @@ export class Forklift {
     await this.finish(run);
   }
 
+  /**
+   * One VM along the cold itinerary for a CDI disk copy (pkg/controller/plan/migrator/base/migrator.go
+   * coldItinerary; phases in pkg/controller/plan/migration.go): StorePowerState → PowerOffSource →
+   * WaitForPowerOff → CreateDataVolumes (VDDK source, one per disk) → CopyDisks (DiskTransfer step, progress
+   * in MB per disk task) → CreateVM (VirtualMachineCreation step) → Completed.
+   */
   private async migrateVM(run: Run, plan: Obj, src: Obj, world: World, vm: VMFixture, st: VMState): Promise<void> {
     const ctx = this.ctx;
     const vmAbort = new AbortController();
@@ -765,17 +779,19 @@ export class Forklift {
         return c?.status?.phase === 'Bound' ? c : undefined;
       }, signal)));
       if (vm.faults.awaitingVddk || !vddk) {
-        // CDI waits for a VDDK image that is not configured: nothing ever moves.
+        // CDI waits for a VDDK image that is not configured: nothing ever moves
+        // (containerized-data-importer@v1.64.0:pkg/controller/import-controller.go, reason AwaitingVDDK).
         for (const dv of dvs) {
           await this.patchDV(dv, {
             phase: 'ImportScheduled',
             progress: 'N/A',
-            conditions: [{ type: 'Running', status: 'False', reason: 'AwaitingVDDK', message: 'waiting for v2v-vmware configmap or alternate image for VDDK image' }],
+            conditions: [{ type: 'Running', status: 'False', reason: 'AwaitingVDDK', message: VDDK_WAITING_MESSAGE }],
           });
         }
         await new Promise((_r, rej) => signal.addEventListener('abort', () => rej(new Error('aborted')), { once: true }));
       }
-      // Disk traffic goes to a Ready Host override of this host in the provider's namespace, else to the advertised address.
+      // Disk traffic goes to a Ready Host override of this host in the provider's namespace, else to the
+      // advertised address (the vSphere builder's VDDK URL, pkg/controller/plan/adapter/vsphere/builder.go).
       const override = ctx.inf.host!.list(src.metadata.namespace).find((h) => h.spec?.id === vm.host && h.spec?.provider?.name === src.metadata.name && this.isReady(h));
       const address: string = override?.spec?.ipAddress ?? hostRef.address;
       if (!world.reachable(vm.host, address)) {
@@ -940,6 +956,11 @@ export class Forklift {
     return { networks, interfaces };
   }
 
+  /**
+   * The VirtualMachine the vSphere builder writes (pkg/controller/plan/adapter/vsphere/builder.go
+   * VirtualMachine: CPU topology, memory, firmware/bootloader, disks in source order, networks) and EnsureVM
+   * creates (plan/kubevirt.go); targetPowerState off → runStrategy Halted.
+   */
   private async createVM(run: Run, plan: Obj, vm: VMFixture, st: VMState, tns: string, labels: Record<string, string>, claims: Obj[]): Promise<Obj> {
     const name = vm.name.toLowerCase().replace(/[^a-z0-9-]/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || vm.id;
     st.newName = name;
@@ -1007,6 +1028,9 @@ export function refString(r: { id: string; name: string }): string {
 /** The GuestToolsIssue message (pkg/controller/plan/validation.go, same text at v2.11.5 and v2.12.5). */
 export const GUEST_TOOLS_MESSAGE =
   'VMware Tools issues detected. This may impact migration performance, guest OS detection, and network configuration. Ensure VMware Tools are properly installed and running before migration. If this is an encrypted VM, please turn the VM off manually before migration.';
+
+/** CDI's message while no VDDK image is known (containerized-data-importer@v1.64.0:pkg/controller/import-controller.go). */
+export const VDDK_WAITING_MESSAGE = 'waiting for v2v-vmware configmap or cdi.kubevirt.io/storage.pod.vddk.initimageurl annotation for VDDK image';
 
 export const CONTENT_ANNOTATION = 'sim.cozystack.io/content-sha256';
 export const SOURCE_ANNOTATION = 'sim.cozystack.io/source-disk';

@@ -5,6 +5,7 @@
 // datavolume-validate.go), cozystack/cozystack@v1.6.2 (packages/apps/vm-disk, packages/apps/vm-instance),
 // kubevirt/kubevirt@v1.8.4 (VirtualMachine status). What is simplified is listed in test/sim/README.md.
 import type { Ctx } from './context.ts';
+import { VDDK_WAITING_MESSAGE } from './forklift.ts';
 import { type Obj, Queue, R, keyOf, notFound, conflict, HttpError } from './rest.ts';
 
 export const SIM_PROVISIONER = 'sim.cozystack.io/provisioner';
@@ -173,7 +174,7 @@ export class Storage {
         await this.dvStatus(dv, {
           phase: 'ImportScheduled',
           claimName: name,
-          conditions: [{ type: 'Running', status: 'False', reason: 'AwaitingVDDK', message: 'waiting for v2v-vmware configmap or alternate image for VDDK image' }],
+          conditions: [{ type: 'Running', status: 'False', reason: 'AwaitingVDDK', message: VDDK_WAITING_MESSAGE }],
         });
       }
       return;
