@@ -53,11 +53,11 @@ export interface Sim {
 }
 
 /**
- * The kube-apiserver of test/e2e/env (v1.20.2 built with a current Go) judges an empty string as `null`
- * against `type: string` (its go-openapi type check compares reflect.Values, which no longer tells "" from
- * zero) and refuses it — `spec.url in body must be of type string: "null"` — where a real cluster accepts
- * it. Every string field of a stand-in is therefore marked nullable when installed; nothing writes null to
- * these kinds, and the unit test that holds renders to the schemas ignores the mark.
+ * The kube-apiserver of test/e2e/env judges an empty string as `null` against a structural `type: string`
+ * and refuses it (observed: `spec.url in body must be of type string: "null"` for `url: ""`), where the
+ * Kubernetes releases Forklift and Cozystack run on accept it. Every string field of a stand-in is therefore
+ * marked nullable when installed; nothing writes null to these kinds, and the unit test that holds renders to
+ * the schemas ignores the mark.
  */
 function emptyStringsAccepted(s: Record<string, unknown>): void {
   if (s.type === 'string') s.nullable = true;
