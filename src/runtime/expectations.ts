@@ -68,6 +68,17 @@ export class Expectations {
     this.set(gvr, ns, name, { kind: 'stale' });
   }
 
+  /** Drops the expectation of an object that is gone (its reconciler saw it deleted): nothing is left behind. */
+  forget(gvr: GVR, ns: string | undefined, name: string): void {
+    this.open.delete(this.key(gvr, ns, name));
+  }
+
+  /** Drops every expectation past its deadline (a periodic sweep keeps the map bounded). */
+  sweep(): void {
+    const now = this.now();
+    for (const [k, e] of this.open) if (e.until < now) this.open.delete(k);
+  }
+
   /** Open expectations (tests, metrics). */
   size(): number {
     return this.open.size;

@@ -44,6 +44,11 @@ export interface Sim {
   installForklift(): Promise<void>;
   /** Fault: the inventory keeps serving its certificate while the published CA no longer matches it (false restores). */
   setInventoryCertMismatch(on: boolean): Promise<void>;
+  /**
+   * Fault: the vCenter at `url` refuses connections for `holdMs`; Forklift re-tests its Providers as it
+   * goes down and as it comes back (resolves once both status writes are done).
+   */
+  flapConnection(url: string, holdMs: number): Promise<void>;
   /** Name of the ValidatingWebhookConfiguration the sim registered. */
   readonly webhookConfigName: string;
   /** Stops loops and servers, removes its webhook configuration. */
@@ -183,6 +188,12 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
       await startForklift();
     },
     setInventoryCertMismatch: (on: boolean) => inv.setCertMismatch(on),
+    async flapConnection(url: string, holdMs: number): Promise<void> {
+      if (!forklift) throw new Error('sim: Forklift is not installed');
+      const w = byUrl.get(url) ?? ctx.worlds.find((x) => x.url.replace(/\/$/, '') === url.replace(/\/$/, ''));
+      if (!w) throw new Error(`sim: no world for ${url}`);
+      await forklift.flapConnection(w, holdMs);
+    },
     webhookConfigName: wh.configName,
     stop,
   };
