@@ -56,6 +56,8 @@ export const TaskReason = {
   VDDKNotConfigured: 'VDDKNotConfigured',
   EngineReportedSuccessWithoutOutput: 'EngineReportedSuccessWithoutOutput',
   OutputRejected: 'OutputRejected',
+  /** A VMDisk the handoff created was deleted before the VM was finished: its volume is kept on Retain. */
+  OutputDeleted: 'OutputDeleted',
   Canceled: 'Canceled',
   Failed: 'Failed',
   PartiallyFailed: 'PartiallyFailed',
