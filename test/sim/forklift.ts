@@ -617,7 +617,7 @@ export class Forklift {
         pipeline: [
           { name: 'Initialize', description: 'Initialize migration.', phase: 'Pending', progress: { total: 0, completed: 0 } },
           {
-            name: 'DiskTransfer',
+            name: this.ctx.transferStepName,
             description: 'Transfer disks.',
             phase: 'Pending',
             progress: { total, completed: 0 },

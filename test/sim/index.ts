@@ -31,6 +31,12 @@ export interface SimOptions {
   forkliftInstalled?: boolean;
   /** Default 'cozy-forklift'. */
   forkliftNamespace?: string;
+  /**
+   * Name of the pipeline step that carries the disk transfer (default `DiskTransfer`); `DiskTransferV2v` or
+   * '' play Forklift versions and modes whose transfer step has another name or none
+   * (kubev2v/forklift@v2.11.5:pkg/controller/plan/migrator/base/migrator.go, the step names by phase).
+   */
+  transferStepName?: string;
   /** Fast-forward knobs; defaults are small (DEFAULT_TIMINGS). */
   timings?: Partial<SimTimings>;
 }
@@ -103,6 +109,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     timings: { ...DEFAULT_TIMINGS, ...(opts.timings ?? {}) },
     mbPerSecond: opts.mbPerSecond ?? 16384,
     forkliftNamespace: opts.forkliftNamespace ?? 'cozy-forklift',
+    transferStepName: opts.transferStepName ?? 'DiskTransfer',
     stopping: false,
     timers: new Set(),
     inf: { secret: mk(R.Secret), pvc: mk(R.PVC), pv: mk(R.PV), sc: mk(R.StorageClass), dv: mk(R.DataVolume), vm: mk(R.VirtualMachine), vmdisk: mk(R.VMDisk), vminstance: mk(R.VMInstance) },

@@ -12,7 +12,7 @@ import { renderNetworkMap, renderStorageMap, type InventoryNetworkLike, type Inv
 import { readVMMigration, renderMigration, sourcePoweredOff, transferDone, currentStep, type VMMigration } from '../../forklift/migration.ts';
 import { networkMapName, planName, storageMapName, migrationName } from '../../forklift/names.ts';
 import { readPlanVerdict, renderPlan, conditionsOf, describeCondition } from '../../forklift/plan.ts';
-import { advanceProgress, isStalled, restoreSample, stallMessage, type ClaimEventLike, type ProgressSample } from '../../forklift/progress.ts';
+import { advanceProgress, dataVolumeProgress, isStalled, restoreSample, stallMessage, type ClaimEventLike, type DataVolumeLike, type ProgressSample } from '../../forklift/progress.ts';
 import { destinationProviderName, sourceProviderName } from '../../forklift/provider.ts';
 import { checkStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
 import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
@@ -95,6 +95,11 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   const metrics = new TaskMetrics(o.registry ?? new Registry());
   /** Progress samples per task UID / VM id (rate and stall need the previous observation). */
   const samples = new Map<string, ProgressSample>();
+  /**
+   * The DataVolumes' own progress per task UID / VM id: a second witness of moving bytes, so a transfer
+   * is never called Stalled while CDI still moves data that Forklift's pipeline does not show.
+   */
+  const dvSamples = new Map<string, ProgressSample>();
   /** Forklift's Plan UID → task key: transfer claims, DataVolumes and VMs carry only Forklift's labels. */
   const planOwners = new Map<string, ObjectKey>();
   /** source key → task keys referencing it: a source turning Ready wakes its tasks. */
@@ -190,6 +195,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   /** Drops the in-memory progress samples and diagnosis facts of a task that needs no more of them. */
   function forget(taskUID: string): void {
     for (const k of samples.keys()) if (k.startsWith(`${taskUID}/`)) samples.delete(k);
+    for (const k of dvSamples.keys()) if (k.startsWith(`${taskUID}/`)) dvSamples.delete(k);
     for (const k of vmHosts.keys()) if (k.startsWith(`${taskUID}/`)) vmHosts.delete(k);
   }
 
@@ -479,16 +485,21 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     }
     if (sourcePoweredOff(run) && !ts.sourcePoweredOff) ts.sourcePoweredOff = stampOf(run.pipeline.find((s) => s.name === 'DiskTransfer')?.started, now);
 
-    // progress
+    // progress: from Forklift's DiskTransfer step; without one (an unnamed step, or DiskTransferV2v), from
+    // the DataVolumes' own progress, which also witnesses moving bytes the step does not show.
     const sKey = `${task.metadata.uid}/${v.id}`;
-    if (run.transfer && run.transfer.totalBytes > 0) {
+    const running = !run.failed && !run.canceled && !run.succeeded;
+    const dvMoved = running ? await dataVolumesMoved(ctx, ns, mig, v, v0, sKey, now) : undefined;
+    const fromDataVolumes = !run.transfer && !!dvMoved?.transfer;
+    const transfer = run.transfer ?? dvMoved?.transfer;
+    if (transfer && transfer.totalBytes > 0) {
       // The in-memory sample (ms precision); after a restart, the one the last status write recorded.
-      const pv = advanceProgress(samples.get(sKey) ?? restoreSample(v0), { bytesDone: run.transfer.doneBytes, bytesTotal: run.transfer.totalBytes }, now.getTime());
+      const pv = advanceProgress(samples.get(sKey) ?? restoreSample(v0), { bytesDone: transfer.doneBytes, bytesTotal: transfer.totalBytes }, now.getTime());
       samples.set(sKey, pv.sample);
       v = {
         ...v,
-        bytesTotal: run.transfer.totalBytes,
-        bytesDone: run.transfer.doneBytes,
+        bytesTotal: transfer.totalBytes,
+        bytesDone: transfer.doneBytes,
         progress: pv.percent,
         bytesPerSecond: pv.bytesPerSecond,
         etaSeconds: pv.etaSeconds,
@@ -496,11 +507,12 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       };
       if (run.failed || run.canceled) {
         // fall through to the verdict below
-      } else if (!transferDone(run)) {
+      } else if (!transferDone(run) && !(fromDataVolumes && transfer.doneBytes >= transfer.totalBytes)) {
         if (pv.converting) {
           return { ...v, phase: 'Transferring', reason: TaskReason.Converting, message: `converting: the data is downloaded and CDI is writing it to the target volume (qemu-img convert; about 30 min per 230 GiB); progress stays at ${pv.percent}% meanwhile` };
         }
-        if (isStalled({ idleMs: pv.idleMs, stallAfterMs, converting: false })) return await stalledVM(ctx, task, source, v, mig, pName, pv.idleMs, pv.percent);
+        const idleMs = Math.min(pv.idleMs, dvMoved?.idleMs ?? Infinity);
+        if (isStalled({ idleMs, stallAfterMs, converting: false })) return await stalledVM(ctx, task, source, v, mig, pName, idleMs, pv.percent);
         const step = currentStep(run);
         return { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: `${step ?? run.phase ?? 'starting'}${run.phase ? ` (${run.phase})` : ''}` };
       }
@@ -508,7 +520,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       // Before the DiskTransfer step reports sizes: a stall here is measured from the start.
       const pv = advanceProgress(samples.get(sKey), { bytesDone: 0, bytesTotal: 0 }, now.getTime());
       if (!samples.has(sKey)) samples.set(sKey, { ...pv.sample, lastChangeAt: Date.parse(ts.started) || now.getTime() });
-      const idle = now.getTime() - (samples.get(sKey)!.lastChangeAt);
+      const idle = Math.min(now.getTime() - samples.get(sKey)!.lastChangeAt, dvMoved?.idleMs ?? Infinity);
       if (isStalled({ idleMs: idle, stallAfterMs, converting: false })) return await stalledVM(ctx, task, source, v, mig, pName, idle, 0);
       return { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? 'queued behind Forklift\'s in-flight limit' : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` };
     }
@@ -524,6 +536,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // transferred
     if (!ts.transferred) ts.transferred = stampOf(run.transfer?.completed, now);
     samples.delete(sKey);
+    dvSamples.delete(sKey);
     v = { ...v, progress: 100, bytesDone: v.bytesTotal ?? v.bytesDone, bytesPerSecond: undefined, etaSeconds: 0, lastProgressTime: undefined };
     if (!run.succeeded) return { ...v, phase: 'Creating', reason: TaskReason.Creating, message: `transfer complete; Forklift is creating the VM (${run.phase ?? ''})` };
 
@@ -553,6 +566,23 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       return { ...v, phase: 'Succeeded', reason: TaskReason.Succeeded, message: `imported as VMInstance ${v.vmInstance ?? v.name}` };
     }
     return { ...v, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' };
+  }
+
+  /**
+   * The VM's DataVolumes as CDI reports them: their bytes as a transfer, and how long since they last
+   * moved (the second witness against a false stall). Read from the cache; Forklift labels each with its
+   * migration and VM. Undefined when no DataVolume states a size yet.
+   */
+  async function dataVolumesMoved(ctx: ReconcileContext, ns: string, mig: KubeObject, v: VMStatus, v0: VMStatus, sKey: string, now: Date): Promise<{ transfer: { totalBytes: number; doneBytes: number }; idleMs: number } | undefined> {
+    const dvs = await listOptional(ctx, GVRs.DataVolume, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '', [VM_ID_LABEL]: v.id }, { preferCache: true, trustCacheAbsence: true });
+    const p = dataVolumeProgress(dvs as DataVolumeLike[]);
+    if (!p) return undefined;
+    // After a restart the DataVolumes are assumed still since the progress the last status write recorded.
+    const restored = restoreSample(v0);
+    const prev = dvSamples.get(sKey) ?? (restored ? { ...restored, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal } : undefined);
+    const view = advanceProgress(prev, p, now.getTime());
+    dvSamples.set(sKey, view.sample);
+    return { transfer: { totalBytes: p.bytesTotal, doneBytes: p.bytesDone }, idleMs: view.idleMs };
   }
 
   /**
