@@ -57,6 +57,9 @@ const DELETE_POLL_MS = 2_000;
  */
 const TRANSIENT_BLOCKERS = new Set(['NetworkMapNotReady', 'StorageMapNotReady', 'SourceProviderNotReady', 'DestinationProviderNotReady', 'ProviderNotReady', 'ValidatingVDDK']);
 
+/** Itinerary phases reached only once every disk is copied: CreateVM, PostHook, Completed. */
+const PHASES_AFTER_COPY: ReadonlySet<string> = new Set(['CreateVM', 'PostHook', 'Completed']);
+
 const VM_ID_LABEL = 'vmID';
 const MIGRATION_LABEL = 'migration';
 const PLAN_LABEL = 'plan';
@@ -516,7 +519,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
         const step = currentStep(run);
         return { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: `${step ?? run.phase ?? 'starting'}${run.phase ? ` (${run.phase})` : ''}` };
       }
-    } else if (!run.failed && !run.canceled && !run.succeeded) {
+    } else if (running && !copiedEarlier(v0, run)) {
       // Before the DiskTransfer step reports sizes: a stall here is measured from the start.
       const pv = advanceProgress(samples.get(sKey), { bytesDone: 0, bytesTotal: 0 }, now.getTime());
       if (!samples.has(sKey)) samples.set(sKey, { ...pv.sample, lastChangeAt: Date.parse(ts.started) || now.getTime() });
@@ -566,6 +569,17 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       return { ...v, phase: 'Succeeded', reason: TaskReason.Succeeded, message: `imported as VMInstance ${v.vmInstance ?? v.name}` };
     }
     return { ...v, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' };
+  }
+
+  /**
+   * Without a DiskTransfer step, the bytes were last seen on the DataVolumes, which Forklift deletes once
+   * it builds the VM: a copy recorded complete in status is done, not a transfer that stopped moving.
+   */
+  function copiedEarlier(v0: VMStatus, run: VMMigration): boolean {
+    if (run.transfer) return false;
+    // The cold itinerary's phases after the copy (kubev2v/forklift@v2.11.5:pkg/controller/plan/migrator/base/migrator.go).
+    if (run.phase && PHASES_AFTER_COPY.has(run.phase)) return true;
+    return (v0.bytesTotal ?? 0) > 0 && (v0.bytesDone ?? 0) >= v0.bytesTotal!;
   }
 
   /**
