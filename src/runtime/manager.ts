@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { Discovery } from './discovery.ts';
+import { FaultTracker, writeDegraded } from './faults.ts';
 import { gvrKey, type GVR } from './gvr.ts';
 import { Informer } from './informer.ts';
 import { ApiError, type KubeClient, type KubeObject } from './kube.ts';
@@ -43,6 +44,8 @@ interface Registered {
   r: Reconciler;
   queue: WorkQueue;
   log: Logger;
+  /** Consecutive failures per key (the Degraded condition). */
+  faults: FaultTracker;
 }
 
 interface InformerSlot {
@@ -83,7 +86,7 @@ export class Manager {
         workDuration: (s) => m.queueWorkDuration.observe({ name }, s),
       },
     });
-    const reg: Registered = { r, queue, log: this.o.log.child({ controller: name }) };
+    const reg: Registered = { r, queue, log: this.o.log.child({ controller: name }), faults: new FaultTracker() };
     this.registered.push(reg);
     this.subscribe(r.primary, undefined, { reconciler: reg, primary: true, map: (o) => [{ namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' }] });
     for (const w of r.watches) this.subscribe(w.gvr, w.labelSelector, { reconciler: reg, primary: false, map: w.map });
@@ -254,6 +257,7 @@ export class Manager {
     try {
       const res = await reg.r.reconcile(key, ctx);
       reg.queue.forget(k);
+      await this.clearFault(reg, k, key, ctx);
       if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) {
         const delay = requeueDelay(res.requeueAfterMs, this.o);
         reg.queue.addAfter(k, delay, () => m.wakeups.inc({ controller: name, cause: `requeue:${delayBucket(delay)}` }));
@@ -273,10 +277,35 @@ export class Manager {
         m.reconcileErrors.inc({ controller: name, reason });
         log.warn({ err: (e as Error).message, reason, retries: reg.queue.numRequeues(k) }, 'reconcile failed; retrying with backoff');
         reg.queue.addRateLimited(k, () => m.wakeups.inc({ controller: name, cause: 'retry' }));
+        await this.reportFault(reg, k, key, ctx, e);
       }
     } finally {
       end();
     }
+  }
+
+  /** A failure of `k`: once it is a fault (faults.ts), the object's Degraded condition says so. */
+  private async reportFault(reg: Registered, k: string, key: ObjectKey, ctx: ReconcileContext, e: unknown): Promise<void> {
+    const f = reg.faults.failed(k, e, ctx.now());
+    if (!f || !reg.r.faultConditions) return;
+    const ok = await writeDegraded(this.o.client, reg.r.primary, key.namespace, key.name, f, false, ctx.now());
+    reg.faults.markReported(k, ok);
+  }
+
+  /** A clean reconcile of `k`: a Degraded condition written for it is cleared (kept tracked until it is). */
+  private async clearFault(reg: Registered, k: string, key: ObjectKey, ctx: ReconcileContext): Promise<void> {
+    const f = reg.faults.get(k);
+    if (!f) return;
+    if (!f.reported || !reg.r.faultConditions) {
+      reg.faults.forget(k);
+      return;
+    }
+    if (await writeDegraded(this.o.client, reg.r.primary, key.namespace, key.name, f, true, ctx.now())) reg.faults.forget(k);
+  }
+
+  /** Keys currently failing per reconciler (tests, the soak benchmark). */
+  faultCount(reconciler: string): number {
+    return this.registered.find((r) => r.r.name === reconciler)?.faults.size() ?? 0;
   }
 
   /** Enqueues a key by hand (tests, cross-controller nudges). */

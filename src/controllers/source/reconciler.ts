@@ -143,6 +143,7 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
   const ownWrites = new Expectations();
   return {
     name: SOURCE_CONTROLLER,
+    faultConditions: true,
     primary: GVRs.VMImportSource,
     watches: [
       { gvr: GVRs.Provider, map: mapToSource, labelSelector: managedSelector },

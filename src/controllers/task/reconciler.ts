@@ -138,6 +138,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
 
   const reconciler: Reconciler = {
     name: 'vmimporttask',
+    faultConditions: true,
     primary: GVRs.VMImportTask,
     watches: [
       { gvr: GVRs.VMImportSource, map: bySource },
