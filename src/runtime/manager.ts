@@ -63,6 +63,9 @@ export class Manager {
   private workers: Promise<void>[] = [];
   private started = false;
   private workersStarted = false;
+  /** Workers take keys only while this says so (leader election: only while the lease surely holds). */
+  private gate: () => boolean = () => true;
+  private paused = false;
 
   constructor(o: ManagerOptions) {
     this.o = o;
@@ -228,10 +231,25 @@ export class Manager {
     for (const reg of this.registered) for (let i = 0; i < n; i++) this.workers.push(this.worker(reg));
   }
 
+  /** Dispatch only while `gate()` holds (checked before each reconcile). */
+  setGate(gate: () => boolean): void {
+    this.gate = gate;
+  }
+
+  /** Stops dispatching at once (leadership lost); what is queued stays for no one. */
+  pause(): void {
+    this.paused = true;
+  }
+
   private async worker(reg: Registered): Promise<void> {
     for (;;) {
       const k = await reg.queue.get();
       if (k === undefined) return;
+      if (this.paused || !this.gate()) {
+        // Not (surely) the leader: nothing is dispatched; the next leader reconciles every object anyway.
+        reg.queue.done(k);
+        continue;
+      }
       try {
         await this.processOne(reg, k);
       } finally {
