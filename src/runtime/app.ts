@@ -13,6 +13,7 @@ import { SecretKeyring, type KeyringSource } from '../credentials/keyring.ts';
 import { LeaderElector, RENEW_DEADLINE_MS, defaultIdentity } from './leader.ts';
 import { Manager } from './manager.ts';
 import type { Reconciler } from './reconciler.ts';
+import type { WatchLiveness } from './informer.ts';
 
 export interface RunOptions {
   signal?: AbortSignal;
@@ -28,6 +29,8 @@ export interface RunOptions {
   identity?: string;
   /** Key ring of sealed passwords (default: the Secret cfg.credentialsKeySecret in cfg.podNamespace). */
   keyring?: KeyringSource;
+  /** Watch timeouts and the half-open bound (tests shorten them). */
+  watchLiveness?: WatchLiveness;
 }
 
 export interface RunningController {
@@ -64,7 +67,7 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   const leaseClient = new KubeClient(kc, { ...clientOpts, timeoutMs: opts.renewDeadlineMs ?? RENEW_DEADLINE_MS });
   const webhookClient = new KubeClient(kc, clientOpts);
   const events = new KubeEventRecorder(client, 'migration-controller', log.child({ component: 'events' }));
-  const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs });
+  const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs, watchLiveness: opts.watchLiveness });
   // The credentials keyring serves the webhook too (every replica): it uses the unfenced client.
   const keyring = opts.keyring ?? new SecretKeyring({ client: webhookClient, namespace: cfg.podNamespace, name: cfg.credentialsKeySecret });
   for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics, keyring })) manager.register(r);

@@ -5,7 +5,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { Discovery } from './discovery.ts';
 import { FaultTracker, writeDegraded } from './faults.ts';
 import { gvrKey, type GVR } from './gvr.ts';
-import { Informer } from './informer.ts';
+import { Informer, type WatchLiveness } from './informer.ts';
 import { ApiError, type KubeClient, type KubeObject } from './kube.ts';
 import { keyString, parseKey, TerminalError, type Cache, type EventRecorder, type ObjectKey, type ReconcileContext, type Reconciler } from './reconciler.ts';
 import { jsonEqual } from './status.ts';
@@ -31,6 +31,8 @@ export interface ManagerOptions {
   pollOnly?: boolean;
   /** Requeue period in poll-only mode (default 20 s). */
   pollIntervalMs?: number;
+  /** Watch timeouts and the bound on a silent (half-open) watch; default client-go's 5–10 min + 30 s. */
+  watchLiveness?: WatchLiveness;
 }
 
 interface Subscription {
@@ -118,6 +120,7 @@ export class Manager {
       labelSelector: slot.labelSelector,
       log: this.o.log.child({ component: 'informer', kind: slot.gvr.kind }),
       onList: () => this.o.metrics.informerLists.inc({ kind: slot.gvr.kind }),
+      liveness: this.o.watchLiveness,
     });
     const fire = (objs: KubeObject[], old?: KubeObject): void => {
       for (const s of slot.subs) {
