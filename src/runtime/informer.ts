@@ -83,6 +83,35 @@ export class Store<T extends KubeObject = KubeObject> implements Cache<T> {
   }
 }
 
+/**
+ * Several filtered stores of one kind read as one: the first holding an object answers a get, a list is
+ * their union. Its selector is theirs together, so an absence is only believed where the caller knows
+ * the object would match one of them (see Expectations.get's trustAbsence).
+ */
+export class UnionCache<T extends KubeObject = KubeObject> implements Cache<T> {
+  private readonly stores: Store<T>[];
+  readonly labelSelector: string | undefined;
+  constructor(stores: Store<T>[]) {
+    this.stores = stores;
+    this.labelSelector = stores.some((s) => !s.labelSelector) ? undefined : stores.map((s) => s.labelSelector).join(' | ');
+  }
+  get(namespace: string | undefined, name: string): T | undefined {
+    for (const s of this.stores) {
+      const o = s.get(namespace, name);
+      if (o) return o;
+    }
+    return undefined;
+  }
+  list(namespace?: string, labelSelector?: Record<string, string>): T[] {
+    const seen = new Map<string, T>();
+    for (const s of this.stores) for (const o of s.list(namespace, labelSelector)) seen.set(objKey(o), o);
+    return [...seen.values()];
+  }
+  hasSynced(): boolean {
+    return this.stores.every((s) => s.hasSynced());
+  }
+}
+
 export class Informer {
   readonly gvr: GVR;
   readonly store: Store;

@@ -5,7 +5,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { Discovery } from './discovery.ts';
 import { FaultTracker, writeDegraded } from './faults.ts';
 import { gvrKey, type GVR } from './gvr.ts';
-import { Informer, type WatchLiveness } from './informer.ts';
+import { Informer, UnionCache, type WatchLiveness } from './informer.ts';
 import { ApiError, type KubeClient, type KubeObject } from './kube.ts';
 import { keyString, parseKey, TerminalError, type Cache, type EventRecorder, type ObjectKey, type ReconcileContext, type Reconciler } from './reconciler.ts';
 import { jsonEqual } from './status.ts';
@@ -97,21 +97,46 @@ export class Manager {
     for (const w of r.watches) this.subscribe(w.gvr, w.labelSelector, { reconciler: reg, primary: false, map: w.map });
   }
 
-  private slotKey(gvr: GVR): string {
-    return gvrKey(gvr);
+  private slotKey(gvr: GVR, labelSelector?: string): string {
+    return `${gvrKey(gvr)}|${labelSelector ?? ''}`;
   }
 
+  /** Every informer slot of a kind (one per distinct selector). */
+  private slotsOf(gvr: GVR): InformerSlot[] {
+    const k = gvrKey(gvr);
+    return [...this.slots.values()].filter((s) => gvrKey(s.gvr) === k);
+  }
+
+  /**
+   * One informer per kind and selector: watchers of one kind with different selectors get separate,
+   * filtered informers (their caches hold only what the selectors ask for: a cluster's every claim and
+   * DataVolume would otherwise sit in memory). Only when some watcher wants the kind unfiltered do all of
+   * its watchers share that one informer (its cache holds everything anyway).
+   */
   private subscribe(gvr: GVR, labelSelector: string | undefined, sub: Subscription): void {
-    const k = this.slotKey(gvr);
+    const unfiltered = this.slots.get(this.slotKey(gvr));
+    const k = this.slotKey(gvr, unfiltered ? undefined : labelSelector);
     let slot = this.slots.get(k);
     if (!slot) {
-      slot = { gvr, labelSelector, subs: [] };
+      slot = { gvr, labelSelector: unfiltered ? undefined : labelSelector, subs: [] };
       this.slots.set(k, slot);
-    } else if (slot.labelSelector !== labelSelector) {
-      // Two watchers of one kind with different selectors share one unfiltered informer.
-      slot.labelSelector = undefined;
     }
     slot.subs.push(sub);
+    if (!slot.labelSelector) {
+      // An unfiltered watcher: the kind's filtered slots fold into this one.
+      for (const other of this.slotsOf(gvr)) {
+        if (other === slot) continue;
+        slot.subs.push(...other.subs);
+        this.slots.delete(this.slotKey(gvr, other.labelSelector));
+      }
+    }
+  }
+
+  /** Objects held per informer cache, by kind and selector (the soak test checks they stay bounded). */
+  cacheSizes(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const s of this.slots.values()) if (s.informer) out[`${s.gvr.kind}${s.labelSelector ? `{${s.labelSelector}}` : ''}`] = s.informer.store.items.size;
+    return out;
   }
 
   private makeInformer(slot: InformerSlot): Informer {
@@ -168,8 +193,10 @@ export class Manager {
   }
 
   private onOptionalKind(gvr: GVR, installed: boolean): void {
-    const slot = this.slots.get(this.slotKey(gvr));
-    if (!slot) return;
+    for (const slot of this.slotsOf(gvr)) this.onOptionalSlot(slot, installed);
+  }
+
+  private onOptionalSlot(slot: InformerSlot, installed: boolean): void {
     if (installed && !slot.informer && this.eager(slot)) {
       const inf = this.makeInformer(slot);
       slot.informer = inf;
@@ -205,21 +232,25 @@ export class Manager {
   }
 
   cache<T extends KubeObject = KubeObject>(gvr: GVR): Cache<T> | undefined {
-    const slot = this.slots.get(this.slotKey(gvr));
-    if (slot && !slot.informer && this.started && this.o.pollOnly && (!slot.gvr.optional || this.discovery.installed(slot.gvr))) {
-      // Poll-only: the first read of a kind starts its informer (a cache, not a trigger); subscribers look
-      // again once it can answer, as after an optional kind appears.
-      const inf = this.makeInformer(slot);
-      slot.informer = inf;
-      inf.start();
-      void inf.waitForSync().then(() => this.requeueSubscribers(slot));
+    const slots = this.slotsOf(gvr);
+    for (const slot of slots) {
+      if (!slot.informer && this.started && this.o.pollOnly && (!slot.gvr.optional || this.discovery.installed(slot.gvr))) {
+        // Poll-only: the first read of a kind starts its informer (a cache, not a trigger); subscribers look
+        // again once it can answer, as after an optional kind appears.
+        const inf = this.makeInformer(slot);
+        slot.informer = inf;
+        inf.start();
+        void inf.waitForSync().then(() => this.requeueSubscribers(slot));
+      }
     }
-    const inf = slot?.informer;
-    return inf?.hasSynced() ? (inf.store as unknown as Cache<T>) : undefined;
+    if (!slots.length || !slots.every((s) => s.informer?.hasSynced())) return undefined;
+    if (slots.length === 1) return slots[0]!.informer!.store as unknown as Cache<T>;
+    // Several filtered informers of one kind: read as one cache holding the union of their selectors.
+    return new UnionCache(slots.map((s) => s.informer!.store)) as unknown as Cache<T>;
   }
 
   informer(gvr: GVR): Informer | undefined {
-    return this.slots.get(this.slotKey(gvr))?.informer;
+    return (this.slots.get(this.slotKey(gvr)) ?? this.slotsOf(gvr)[0])?.informer;
   }
 
   installed(gvr: GVR): boolean {
@@ -322,6 +353,13 @@ export class Manager {
       return;
     }
     if (await writeDegraded(this.o.client, reg.r.primary, key.namespace, key.name, f, true, ctx.now())) reg.faults.forget(k);
+  }
+
+  /** In-memory map sizes per reconciler, with its failing keys (the soak test checks they stay bounded). */
+  memory(): Record<string, Record<string, number>> {
+    const out: Record<string, Record<string, number>> = {};
+    for (const reg of this.registered) out[reg.r.name] = { ...(reg.r.memory?.() ?? {}), faults: reg.faults.size() };
+    return out;
   }
 
   /** Keys currently failing per reconciler (tests, the soak benchmark). */

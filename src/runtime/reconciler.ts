@@ -73,6 +73,8 @@ export interface Reconciler {
    * have a status subresource with a conditions list.
    */
   faultConditions?: boolean;
+  /** Sizes of the reconciler's in-memory maps (the soak test and benchmark check they stay bounded). */
+  memory?: () => Record<string, number>;
 }
 
 /**

@@ -190,11 +190,44 @@ function reader(ctx: ReconcileContext, live: boolean): Reader {
 }
 
 /**
+ * An entry is dropped when its disk settles or its VM ends; one whose task was deleted mid-handoff would
+ * stay forever, so entries older than this go too (a later pass then simply reads the VMDisk again).
+ */
+export const KNOWN_VMDISK_TTL_MS = 10 * 60_000;
+
+class KnownVMDisks {
+  private readonly m = new Map<string, { obj: KubeObject; at: number }>();
+  private nextSweep = 0;
+  get(k: string): KubeObject | undefined {
+    return this.m.get(k)?.obj;
+  }
+  set(k: string, obj: KubeObject): void {
+    const now = Date.now();
+    if (now >= this.nextSweep) {
+      for (const [key, e] of this.m) if (now - e.at > KNOWN_VMDISK_TTL_MS) this.m.delete(key);
+      this.nextSweep = now + KNOWN_VMDISK_TTL_MS;
+    }
+    this.m.set(k, { obj, at: now });
+  }
+  delete(k: string): void {
+    this.m.delete(k);
+  }
+  get size(): number {
+    return this.m.size;
+  }
+}
+
+/** Sizes of the handoff's process-wide maps (the soak test checks they return to their baseline). */
+export function handoffMemory(): Record<string, number> {
+  return { knownVMDisks: knownVMDisks.size, handoffExpectations: handoffExpectations.size() };
+}
+
+/**
  * VMDisks this process created (or found carrying our markers), between their creation and the disk's
  * settling: a cached pass believes them instead of asking the aggregated API on every wait for CDI's
  * adoption (the top request of the 800-task benchmark). Dropped when the disk settles; a live pass reads.
  */
-const knownVMDisks = new Map<string, KubeObject>();
+const knownVMDisks = new KnownVMDisks();
 const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
 
 /**

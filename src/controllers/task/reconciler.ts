@@ -113,6 +113,8 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   const ownWrites = new Expectations();
   /** Its creates of Forklift objects (maps, Plans, Migrations), likewise. */
   const forkliftWrites = new Expectations();
+  /** Task key → UID of the task last seen under it (to forget a deleted task's UID-keyed entries). */
+  const taskUIDs = new Map<string, string>();
 
   const byTaskLabel = (obj: KubeObject): ObjectKey[] => {
     const l = obj.metadata?.labels ?? {};
@@ -171,6 +173,18 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       const task = seen ? (structuredClone(seen) as VMImportTask & KubeObject) : undefined;
       if (!task) {
         metrics.setStalled(key, []);
+        dropTask(key);
+        return {};
+      }
+      taskUIDs.set(keyString(key), task.metadata.uid ?? '');
+      if (task.metadata.deletionTimestamp) return await finalize(ctx, task);
+      // A terminal task is a record: no further actions, no requeues, nothing kept in memory for it.
+      if (isTerminalPhase(task.status?.phase) && task.status?.completedAt) {
+        metrics.setStalled(key, []);
+        dropTask(key);
+        // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
+        const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
+        if (backfilled) ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
         return {};
       }
       const srcKey = keyString({ namespace: key.namespace, name: task.spec.sourceRef.name });
@@ -178,16 +192,6 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       if (!set) sourceTasks.set(srcKey, (set = new Set()));
       set.add(key.name);
 
-      if (task.metadata.deletionTimestamp) return await finalize(ctx, task);
-      // A terminal task is a record: no further actions, no requeues.
-      if (isTerminalPhase(task.status?.phase) && task.status?.completedAt) {
-        metrics.setStalled(key, []);
-        forget(task.metadata.uid ?? '');
-        // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
-        const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
-        if (backfilled) ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
-        return {};
-      }
       if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {
         ownWrites.wrote(GVRs.VMImportTask, await ctx.client.patch<KubeObject>(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } }));
         return { requeueAfterMs: 0 };
@@ -195,6 +199,25 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       return await drive(ctx, task);
     },
   };
+
+  /**
+   * Everything kept in memory for a task that is gone or finished: its progress samples and diagnosis
+   * facts, its place among its source's tasks, its Plans' owner entries. A controller that runs for months
+   * keeps only what its live tasks need.
+   */
+  function dropTask(key: ObjectKey): void {
+    const k = keyString(key);
+    const uid = taskUIDs.get(k);
+    if (uid) forget(uid);
+    taskUIDs.delete(k);
+    const prefix = `${key.namespace}/`;
+    for (const [sk, set] of sourceTasks) {
+      if (!sk.startsWith(prefix)) continue;
+      set.delete(key.name);
+      if (!set.size) sourceTasks.delete(sk);
+    }
+    for (const [planUID, owner] of planOwners) if (owner.namespace === key.namespace && owner.name === key.name) planOwners.delete(planUID);
+  }
 
   /** Drops the in-memory progress samples and diagnosis facts of a task that needs no more of them. */
   function forget(taskUID: string): void {
@@ -683,8 +706,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       }
     }
     if (remaining > 0) return { requeueAfterMs: DELETE_POLL_MS };
-    forget(task.metadata.uid ?? '');
-    for (const [uid, k] of planOwners) if (k.namespace === key.namespace && k.name === key.name) planOwners.delete(uid);
+    dropTask(key);
     const finalizers = (task.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
     try {
       await ctx.client.patch(GVRs.VMImportTask, ns, key.name, { metadata: { finalizers, resourceVersion: task.metadata.resourceVersion } });
@@ -694,5 +716,15 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     return {};
   }
 
+  reconciler.memory = () => ({
+    samples: samples.size,
+    dvSamples: dvSamples.size,
+    planOwners: planOwners.size,
+    sourceTasks: sourceTasks.size,
+    vmHosts: vmHosts.size,
+    taskUIDs: taskUIDs.size,
+    taskExpectations: ownWrites.size(),
+    forkliftExpectations: forkliftWrites.size(),
+  });
   return reconciler;
 }
