@@ -14,6 +14,22 @@ export const CONDITION_FINISHED = 'Finished';
 /** Finished=False while the task runs. */
 export const REASON_IN_PROGRESS = 'InProgress';
 
+/**
+ * True while the controller keeps failing to reconcile the object for a reason outside it (the API server,
+ * Forklift's inventory, a quota); False (reason Recovered) once a reconcile succeeds again.
+ */
+export const CONDITION_DEGRADED = 'Degraded';
+
+export const DegradedReason = {
+  APIError: 'APIError',
+  APIUnreachable: 'APIUnreachable',
+  InventoryUnavailable: 'InventoryUnavailable',
+  QuotaExceeded: 'QuotaExceeded',
+  Error: 'Error',
+  Recovered: 'Recovered',
+} as const;
+export type DegradedReason = (typeof DegradedReason)[keyof typeof DegradedReason];
+
 export const SourceReason = {
   Connected: 'Connected',
   Connecting: 'Connecting',
@@ -59,6 +75,8 @@ export const TaskReason = {
   VDDKNotConfigured: 'VDDKNotConfigured',
   EngineReportedSuccessWithoutOutput: 'EngineReportedSuccessWithoutOutput',
   OutputRejected: 'OutputRejected',
+  /** A VMDisk the handoff created was deleted before the VM was finished: its volume is kept on Retain. */
+  OutputDeleted: 'OutputDeleted',
   Canceled: 'Canceled',
   Failed: 'Failed',
   PartiallyFailed: 'PartiallyFailed',

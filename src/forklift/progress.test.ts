@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { advanceProgress, isStalled, restoreSample, stallMessage } from './progress.ts';
+import { advanceProgress, dataVolumeProgress, isStalled, restoreSample, stallMessage } from './progress.ts';
 
 const GiB = 2 ** 30;
 
@@ -65,4 +65,37 @@ test('status without a running transfer restores nothing: the first observation 
   assert.equal(restoreSample({ bytesDone: 5, bytesTotal: 10 }), undefined);
   assert.equal(restoreSample({ bytesDone: 5, bytesTotal: 10, lastProgressTime: 'not a time' }), undefined);
   assert.equal(restoreSample({ bytesDone: 0, bytesTotal: 0, lastProgressTime: '2026-11-29T10:00:00Z' }), undefined);
+});
+
+const dv = (size: string | undefined, progress: string | undefined, phase = 'ImportInProgress') => ({
+  spec: size ? { storage: { resources: { requests: { storage: size } } } } : {},
+  status: { phase, ...(progress !== undefined ? { progress } : {}) },
+});
+
+test('without a DiskTransfer step, the DataVolumes\' own progress gives the bytes moved, each weighted by its size', () => {
+  const p = dataVolumeProgress([dv('10Gi', '50.00%'), dv('30Gi', '10.0%')]);
+  assert.deepEqual(p, { bytesTotal: 40 * GiB, bytesDone: 5 * GiB + 3 * GiB });
+  // N/A (not started), a Succeeded volume counted in full whatever its text says, the pvc form of the size.
+  const q = dataVolumeProgress([dv('10Gi', 'N/A', 'ImportScheduled'), dv('2Gi', '', 'Succeeded'), { spec: { pvc: { resources: { requests: { storage: '4Gi' } } } }, status: { progress: '25%' } }]);
+  assert.deepEqual(q, { bytesTotal: 16 * GiB, bytesDone: 2 * GiB + GiB });
+  // No DataVolume that states a size: nothing to read.
+  assert.equal(dataVolumeProgress([]), undefined);
+  assert.equal(dataVolumeProgress([dv(undefined, '40%')]), undefined);
+});
+
+test('bytes moving on the DataVolumes keep the stall clock at zero while the pipeline step shows nothing', () => {
+  const stallAfterMs = 60_000;
+  // The step (named otherwise, or silent) reads 0 for ten minutes; the DataVolume moves every minute.
+  let step = advanceProgress(undefined, { bytesDone: 0, bytesTotal: 0 }, 0);
+  let dvs = advanceProgress(undefined, dataVolumeProgress([dv('100Gi', '0.00%')])!, 0);
+  for (let min = 1; min <= 10; min++) {
+    const now = min * 60_000;
+    step = advanceProgress(step.sample, { bytesDone: 0, bytesTotal: 0 }, now);
+    dvs = advanceProgress(dvs.sample, dataVolumeProgress([dv('100Gi', `${min * 5}.00%`)])!, now);
+    assert.equal(isStalled({ idleMs: Math.min(step.idleMs, dvs.idleMs), stallAfterMs, converting: dvs.converting }), false, `minute ${min}`);
+  }
+  assert.equal(dvs.percent, 50);
+  // Once neither moves for the stall period, it is a stall.
+  const later = advanceProgress(dvs.sample, dataVolumeProgress([dv('100Gi', '50.00%')])!, 11 * 60_000 + stallAfterMs);
+  assert.equal(isStalled({ idleMs: later.idleMs, stallAfterMs, converting: later.converting }), true);
 });

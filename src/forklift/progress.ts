@@ -1,5 +1,6 @@
 // Transfer progress as a pure function of (previous sample, new observation, now): bytes done/total,
 // rate and ETA, "converting" at CDI's 99.92% plateau, and stall detection.
+import { parseQuantity } from '../cozystack/quantity.ts';
 
 export interface ProgressSample {
   /** Epoch milliseconds of the observation. */
@@ -121,4 +122,31 @@ export function stallMessage(o: { idleMs: number; percent: number; events: Claim
   }
   if (o.hostDiagnosis) msg += ` ${o.hostDiagnosis}`;
   return msg;
+}
+
+/** What the DataVolume fallback reads of one DataVolume (CDI's `status.progress` and its requested size). */
+export interface DataVolumeLike {
+  spec?: { storage?: { resources?: { requests?: { storage?: string } } }; pvc?: { resources?: { requests?: { storage?: string } } } };
+  status?: { phase?: string; progress?: string };
+}
+
+/**
+ * The bytes a VM's DataVolumes have moved, from CDI's own progress: "N/A" or a percentage of the import
+ * (kubevirt/containerized-data-importer@v1.64.0:staging/src/kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1/types.go,
+ * DataVolumeProgress) times each volume's requested size; a Succeeded DataVolume counts in full.
+ * Undefined when no DataVolume states a size. Used when Forklift's pipeline has no `DiskTransfer` step
+ * to read (an unnamed step, or `DiskTransferV2v` on Forklift 2.10 without skipGuestConversion). Pure.
+ */
+export function dataVolumeProgress(dvs: readonly DataVolumeLike[]): { bytesDone: number; bytesTotal: number } | undefined {
+  let total = 0;
+  let done = 0;
+  for (const dv of dvs) {
+    const size = parseQuantity(dv.spec?.storage?.resources?.requests?.storage ?? dv.spec?.pvc?.resources?.requests?.storage);
+    if (!size || size <= 0) continue;
+    total += size;
+    const m = /^\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*$/.exec(dv.status?.progress ?? '');
+    const pct = dv.status?.phase === 'Succeeded' ? 100 : m ? Math.min(100, Number(m[1])) : 0;
+    done += Math.round((size * pct) / 100);
+  }
+  return total > 0 ? { bytesDone: done, bytesTotal: total } : undefined;
 }

@@ -10,9 +10,10 @@ import { startHealthServer, type HealthServer } from './health.ts';
 import { startControllerWebhook, type ControllerWebhook } from '../webhook/run.ts';
 import { KubeClient } from './kube.ts';
 import { SecretKeyring, type KeyringSource } from '../credentials/keyring.ts';
-import { LeaderElector } from './leader.ts';
+import { LeaderElector, RENEW_DEADLINE_MS, defaultIdentity } from './leader.ts';
 import { Manager } from './manager.ts';
 import type { Reconciler } from './reconciler.ts';
+import type { WatchLiveness } from './informer.ts';
 
 export interface RunOptions {
   signal?: AbortSignal;
@@ -28,6 +29,8 @@ export interface RunOptions {
   identity?: string;
   /** Key ring of sealed passwords (default: the Secret cfg.credentialsKeySecret in cfg.podNamespace). */
   keyring?: KeyringSource;
+  /** Watch timeouts and the half-open bound (tests shorten them). */
+  watchLiveness?: WatchLiveness;
 }
 
 export interface RunningController {
@@ -52,12 +55,21 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   const log = opts.logger ?? createLogger({ level: cfg.logLevel });
   const kc = loadKubeConfig(cfg);
   const metrics = new Metrics({ defaultMetrics: true });
-  const client = new KubeClient(kc, {
-    observe: (verb, gvr, code) => metrics.apiRequests.inc({ verb, resource: gvr?.plural ?? 'other', code: String(code) }),
-  });
+  const identity = opts.identity ?? defaultIdentity();
+  const clientOpts = {
+    observe: (verb: string, gvr: { plural: string } | undefined, code: number) => metrics.apiRequests.inc({ verb, resource: gvr?.plural ?? 'other', code: String(code) }),
+    // The replica's identity in the API server's audit log (who wrote what, and when).
+    userAgent: `migration-controller/${identity}`,
+  };
+  // Three clients: the reconcilers' (fenced by the lease: it writes only while this replica surely leads),
+  // the lease's own (its renewals bounded by the renew deadline), and the webhook's (served by every replica).
+  const client = new KubeClient(kc, clientOpts);
+  const leaseClient = new KubeClient(kc, { ...clientOpts, timeoutMs: opts.renewDeadlineMs ?? RENEW_DEADLINE_MS });
+  const webhookClient = new KubeClient(kc, clientOpts);
   const events = new KubeEventRecorder(client, 'migration-controller', log.child({ component: 'events' }));
-  const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs });
-  const keyring = opts.keyring ?? new SecretKeyring({ client, namespace: cfg.podNamespace, name: cfg.credentialsKeySecret });
+  const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs, watchLiveness: opts.watchLiveness });
+  // The credentials keyring serves the webhook too (every replica): it uses the unfenced client.
+  const keyring = opts.keyring ?? new SecretKeyring({ client: webhookClient, namespace: cfg.podNamespace, name: cfg.credentialsKeySecret });
   for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics, keyring })) manager.register(r);
 
   let elector: LeaderElector | undefined;
@@ -77,7 +89,7 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   }
 
   try {
-    webhook = await startControllerWebhook(cfg, client, log.child({ component: 'webhook' }), keyring);
+    webhook = await startControllerWebhook(cfg, webhookClient, log.child({ component: 'webhook' }), keyring);
   } catch (e) {
     await Promise.all(servers.map((s) => s.close()));
     throw e;
@@ -95,6 +107,8 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
       await events.flush();
       await Promise.all(servers.map((s) => s.close()));
       client.close();
+      leaseClient.close();
+      webhookClient.close();
       log.info('stopped');
     })();
     return stopping;
@@ -108,10 +122,10 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
     });
   };
   if (cfg.leaderElect) {
-    elector = new LeaderElector(client, {
+    const le = new LeaderElector(leaseClient, {
       namespace: cfg.leaseNamespace,
       name: cfg.leaseName,
-      identity: opts.identity,
+      identity,
       leaseDurationMs: opts.leaseDurationMs,
       renewDeadlineMs: opts.renewDeadlineMs,
       retryPeriodMs: opts.retryPeriodMs,
@@ -122,10 +136,16 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
       },
       onStoppedLeading: () => {
         metrics.leader.set(0);
-        // Another instance may lead now: stop reconciling at once, then let the process go.
+        // Another instance may lead now: cancel what is in flight, stop reconciling at once, then let the
+        // process go.
+        manager.pause();
+        client.abortInFlight();
         void stop().then(() => opts.onLostLease?.());
       },
     });
+    elector = le;
+    client.setFence(() => (le.mayAct() ? undefined : 'this replica does not hold the leader lease (not renewed within the renew deadline)'));
+    manager.setGate(() => le.mayAct());
     elector.start();
   } else {
     startWorkers();

@@ -32,6 +32,7 @@ export class Expectations {
   private readonly open = new Map<string, Expectation & { until: number }>();
   private readonly ttlMs: number;
   private readonly now: () => number;
+  private nextSweep = 0;
 
   constructor(o: { ttlMs?: number; now?: () => number } = {}) {
     this.ttlMs = o.ttlMs ?? EXPECTATION_TTL_MS;
@@ -44,7 +45,14 @@ export class Expectations {
 
   private set(gvr: GVR, ns: string | undefined, name: string | undefined, e: Expectation): void {
     if (!name) return;
-    this.open.set(this.key(gvr, ns, name), { ...e, until: this.now() + this.ttlMs });
+    const now = this.now();
+    // Entries of objects never read again (deleted, or their owner gone) would stay forever: at most once
+    // per TTL, every lapsed entry goes. Amortised O(1) per write; the map stays bounded by one TTL of writes.
+    if (now >= this.nextSweep) {
+      this.sweep();
+      this.nextSweep = now + this.ttlMs;
+    }
+    this.open.set(this.key(gvr, ns, name), { ...e, until: now + this.ttlMs });
   }
 
   /** Our write returned `obj`: until the cache shows its resourceVersion, read this object live. */
@@ -66,6 +74,17 @@ export class Expectations {
   /** A write met a conflict: the cache is behind the server for this object. */
   stale(gvr: GVR, ns: string | undefined, name: string): void {
     this.set(gvr, ns, name, { kind: 'stale' });
+  }
+
+  /** Drops the expectation of an object that is gone (its reconciler saw it deleted): nothing is left behind. */
+  forget(gvr: GVR, ns: string | undefined, name: string): void {
+    this.open.delete(this.key(gvr, ns, name));
+  }
+
+  /** Drops every expectation past its deadline (a periodic sweep keeps the map bounded). */
+  sweep(): void {
+    const now = this.now();
+    for (const [k, e] of this.open) if (e.until < now) this.open.delete(k);
   }
 
   /** Open expectations (tests, metrics). */

@@ -23,6 +23,19 @@ export interface InformerOptions {
   maxBackoffMs?: number;
   /** Called after every full list (metrics). */
   onList?: () => void;
+  /** Watch liveness (defaults: client-go's 5–10 min server timeout, 30 s grace); tests shorten it. */
+  liveness?: WatchLiveness;
+}
+
+export interface WatchLiveness {
+  /** Each watch asks the server to end it after a random timeoutSeconds in [min, max]. */
+  minTimeoutSeconds: number;
+  maxTimeoutSeconds: number;
+  /**
+   * A watch still open this long after its timeoutSeconds is dead: a half-open connection (a node or a
+   * load balancer dropped its state) delivers nothing and never closes. It is torn down and resumed.
+   */
+  graceMs: number;
 }
 
 // After an error the informer waits 200 ms, doubling to 30 s: an API server restart (seconds) is
@@ -30,8 +43,9 @@ export interface InformerOptions {
 const MIN_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 30_000;
 // The server closes a watch after timeoutSeconds; a random 5–10 min spreads the re-watches of many
-// informers (client-go's minWatchTimeout jitter) so they never all reconnect at once.
-const WATCH_TIMEOUT_MIN_S = 300;
+// informers (client-go's minWatchTimeout jitter) so they never all reconnect at once. 30 s past that, the
+// server has had ample time to end it (it sends a bookmark just before): a stream still open is half-open.
+export const DEFAULT_LIVENESS: WatchLiveness = { minTimeoutSeconds: 300, maxTimeoutSeconds: 600, graceMs: 30_000 };
 
 function objKey(o: KubeObject): string {
   const ns = o.metadata?.namespace;
@@ -69,6 +83,35 @@ export class Store<T extends KubeObject = KubeObject> implements Cache<T> {
   }
 }
 
+/**
+ * Several filtered stores of one kind read as one: the first holding an object answers a get, a list is
+ * their union. Its selector is theirs together, so an absence is only believed where the caller knows
+ * the object would match one of them (see Expectations.get's trustAbsence).
+ */
+export class UnionCache<T extends KubeObject = KubeObject> implements Cache<T> {
+  private readonly stores: Store<T>[];
+  readonly labelSelector: string | undefined;
+  constructor(stores: Store<T>[]) {
+    this.stores = stores;
+    this.labelSelector = stores.some((s) => !s.labelSelector) ? undefined : stores.map((s) => s.labelSelector).join(' | ');
+  }
+  get(namespace: string | undefined, name: string): T | undefined {
+    for (const s of this.stores) {
+      const o = s.get(namespace, name);
+      if (o) return o;
+    }
+    return undefined;
+  }
+  list(namespace?: string, labelSelector?: Record<string, string>): T[] {
+    const seen = new Map<string, T>();
+    for (const s of this.stores) for (const o of s.list(namespace, labelSelector)) seen.set(objKey(o), o);
+    return [...seen.values()];
+  }
+  hasSynced(): boolean {
+    return this.stores.every((s) => s.hasSynced());
+  }
+}
+
 export class Informer {
   readonly gvr: GVR;
   readonly store: Store;
@@ -81,6 +124,8 @@ export class Informer {
   private readonly syncWaiters: Array<() => void> = [];
   /** Number of full lists done (tests observe relists). */
   lists = 0;
+  /** Watches torn down because they outlived their timeout (half-open connections). */
+  staleWatches = 0;
 
   constructor(client: KubeClient, gvr: GVR, opts: InformerOptions = {}) {
     this.client = client;
@@ -188,15 +233,31 @@ export class Informer {
           await this.relist();
           needList = false;
         }
-        const timeoutSeconds = WATCH_TIMEOUT_MIN_S + Math.floor(Math.random() * WATCH_TIMEOUT_MIN_S);
+        const lv = this.opts.liveness ?? DEFAULT_LIVENESS;
+        const timeoutSeconds = lv.minTimeoutSeconds + Math.floor(Math.random() * (lv.maxTimeoutSeconds - lv.minTimeoutSeconds + 1));
         const started = Date.now();
-        await this.client.watch(
-          this.gvr,
-          this.opts.namespace || undefined,
-          { resourceVersion: this.rv, labelSelector: this.opts.labelSelector, timeoutSeconds, allowBookmarks: true },
-          (type, o) => this.onEvent(type, o),
-          signal,
-        );
+        // This watch's own end: the informer stopping, or the stream outliving its expected lifetime.
+        const stream = new AbortController();
+        const stopStream = (): void => stream.abort();
+        signal.addEventListener('abort', stopStream, { once: true });
+        const dead = setTimeout(() => {
+          this.staleWatches++;
+          this.opts.log?.warn({ gvr: this.gvr.plural, timeoutSeconds }, 'watch outlived its timeout without closing (half-open connection); resuming it');
+          stream.abort();
+        }, timeoutSeconds * 1000 + lv.graceMs);
+        dead.unref?.();
+        try {
+          await this.client.watch(
+            this.gvr,
+            this.opts.namespace || undefined,
+            { resourceVersion: this.rv, labelSelector: this.opts.labelSelector, timeoutSeconds, allowBookmarks: true },
+            (type, o) => this.onEvent(type, o),
+            stream.signal,
+          );
+        } finally {
+          clearTimeout(dead);
+          signal.removeEventListener('abort', stopStream);
+        }
         // A watch that ends at once (not by its timeout) is a disconnect; back off before re-watching.
         if (Date.now() - started < 1000 && !signal.aborted) {
           await sleep(backoff, signal);

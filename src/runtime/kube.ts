@@ -74,12 +74,26 @@ export interface RequestObserver {
 export interface KubeClientOptions {
   /** Field manager stamped on every write. */
   fieldManager?: string;
-  /** Per-request deadline. */
+  /**
+   * Per-request deadline: the whole request, connection to last byte (not only socket idleness). A request
+   * never hangs longer, so a reconcile — and a lease renewal — always ends in bounded time.
+   */
   timeoutMs?: number;
   /** Called after every request (metrics, benchmarks). */
   observe?: RequestObserver;
   /** Identifies the client in the API server's audit log. */
   userAgent?: string;
+}
+
+/** Methods that change something on the API server: refused while the client is fenced. */
+const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** A write refused locally because this process may no longer act (it is not, or no longer surely, the leader). */
+export class FencedError extends ApiError {
+  constructor(why: string, method: string, path: string) {
+    super(0, 'Fenced', `not sent: ${method} ${path}: ${why}`);
+    this.name = 'FencedError';
+  }
 }
 
 export function resourcePath(gvr: GVR, namespace?: string, name?: string, subresource?: string): string {
@@ -96,6 +110,12 @@ export class KubeClient {
   private readonly opts: KubeClientOptions;
   private agent: https.Agent | http.Agent | undefined;
   private baseOpts: https.RequestOptions | undefined;
+  /** Says why writes must not be sent now (leader election), or undefined when they may. */
+  private fence: (() => string | undefined) | undefined;
+  /** Aborts every request in flight (a lost lease cancels the work it was doing). */
+  private inflight = new AbortController();
+  /** TLS sockets whose handshake completed: a request on one is sent at once. */
+  private readonly ready = new WeakSet<object>();
 
   constructor(kc: KubeConfig, opts: KubeClientOptions = {}) {
     this.kc = kc;
@@ -119,8 +139,28 @@ export class KubeClient {
     return o;
   }
 
+  /**
+   * Fencing: `fence` is asked right before each write goes on the wire (after the connection is up, so a
+   * process frozen while connecting cannot send a write decided before it froze); a reason refuses it.
+   */
+  setFence(fence: (() => string | undefined) | undefined): void {
+    this.fence = fence;
+  }
+
+  /** Cancels every request in flight (they fail with ConnectionError); later requests are unaffected. */
+  abortInFlight(): void {
+    this.inflight.abort();
+    this.inflight = new AbortController();
+  }
+
   /** Raw request; resolves the parsed JSON body or throws ApiError. */
   async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', gvr?: GVR, timeoutMs?: number): Promise<T> {
+    const write = WRITE_METHODS.has(method);
+    const why = write ? this.fence?.() : undefined;
+    if (why) {
+      this.opts.observe?.(method, gvr, 0, 0);
+      throw new FencedError(why, method, path);
+    }
     const base = await this.requestOptions();
     const url = new URL(this.server + path);
     const t0 = performance.now();
@@ -135,10 +175,13 @@ export class KubeClient {
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     const mod = url.protocol === 'https:' ? https : http;
+    const deadlineMs = timeoutMs ?? this.opts.timeoutMs!;
+    const deadline = AbortSignal.timeout(deadlineMs);
+    const signal = AbortSignal.any([deadline, this.inflight.signal]);
     const result = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = mod.request(
         url,
-        { method, headers, agent: this.agent, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, timeout: timeoutMs ?? this.opts.timeoutMs },
+        { method, headers, agent: this.agent, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, timeout: deadlineMs, signal },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -146,12 +189,30 @@ export class KubeClient {
           res.on('error', reject);
         },
       );
-      req.on('timeout', () => req.destroy(new Error(`request timed out: ${method} ${path}`)));
-      req.on('error', reject);
-      if (payload !== undefined) req.write(payload);
-      req.end();
+      req.on('timeout', () => req.destroy(new Error(`request timed out after ${deadlineMs} ms: ${method} ${path}`)));
+      req.on('error', (e) => reject(deadline.aborted ? new Error(`request timed out after ${deadlineMs} ms: ${method} ${path}`) : e));
+      // Nothing is sent until the connection is up (headers go with the first write): a write is checked
+      // against the fence at that moment, not when it was decided.
+      const send = (): void => {
+        const late = write ? this.fence?.() : undefined;
+        if (late) {
+          req.destroy(new FencedError(late, method, path));
+          return;
+        }
+        if (payload !== undefined) req.write(payload);
+        req.end();
+      };
+      req.once('socket', (sock) => {
+        const tls = url.protocol === 'https:';
+        if (tls ? this.ready.has(sock) : !sock.connecting) return send();
+        sock.once(tls ? 'secureConnect' : 'connect', () => {
+          if (tls) this.ready.add(sock);
+          send();
+        });
+      });
     }).catch((e: Error) => {
       this.opts.observe?.(method, gvr, 0, performance.now() - t0);
+      if (e instanceof FencedError) throw e;
       throw new ApiError(0, 'ConnectionError', e.message);
     });
     this.opts.observe?.(method, gvr, result.status, performance.now() - t0);

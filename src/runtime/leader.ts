@@ -3,6 +3,12 @@
 // - a candidate takes the lease once it has seen the same record unchanged for a full lease duration
 //   (measured on its own clock, so clock skew between nodes does not matter);
 // - a clean stop releases the lease (empty holder) so the standby takes over at once.
+// Fencing (client-go's contract, enforced rather than hoped for): the holder may act only while its last
+// successful renewal *started* less than renewDeadline ago (`mayAct`). A candidate waits a full lease
+// duration from when it saw our last renewal, which is after that start, and renewDeadline < leaseDuration:
+// so while mayAct() is true nobody else can hold the lease. A watchdog steps down at the deadline even
+// while a renewal hangs, and the work client checks mayAct() right before each write goes on the wire
+// (kube.ts), so a process frozen (SIGSTOP, a long GC pause, a suspended VM) wakes up unable to write.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -41,6 +47,11 @@ export interface LeaderElectorOptions {
   onStoppedLeading: () => void;
 }
 
+/** hostname_pid_random: unique per process, and names the process in logs and the audit log. */
+export function defaultIdentity(): string {
+  return `${hostname()}_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
 function microTime(d: Date): string {
   // MicroTime: RFC 3339 with microseconds.
   return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
@@ -52,12 +63,15 @@ export class LeaderElector {
   private readonly o: Required<Omit<LeaderElectorOptions, 'log' | 'identity'>> & { log?: Logger };
   private observed: { record: string; at: number } | undefined;
   private leading = false;
+  /** performance.now() when the last successful acquire/renew request started (monotonic clock). */
+  private renewedAt = 0;
+  private watchdog: NodeJS.Timeout | undefined;
   private abort = new AbortController();
   private running: Promise<void> | undefined;
 
   constructor(client: KubeClient, opts: LeaderElectorOptions) {
     this.client = client;
-    this.identity = opts.identity ?? `${hostname()}_${process.pid}_${randomBytes(4).toString('hex')}`;
+    this.identity = opts.identity ?? defaultIdentity();
     this.o = {
       ...opts,
       leaseDurationMs: opts.leaseDurationMs ?? LEASE_DURATION_MS,
@@ -71,6 +85,32 @@ export class LeaderElector {
     return this.leading;
   }
 
+  /** True while this process leads and renewed within the renew deadline: the only time it may write. */
+  mayAct(): boolean {
+    return this.leading && performance.now() - this.renewedAt < this.o.renewDeadlineMs;
+  }
+
+  /** Steps down once (leadership lost): the caller stops its work. */
+  private lose(why: string): void {
+    if (!this.leading) return;
+    this.leading = false;
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = undefined;
+    this.o.log?.error({ lease: this.o.name, why }, 'lost the leader lease');
+    this.o.onStoppedLeading();
+  }
+
+  /** Re-arms the watchdog: at renewedAt + renewDeadline without a newer renewal, leadership is lost. */
+  private arm(): void {
+    if (this.watchdog) clearTimeout(this.watchdog);
+    const at = this.renewedAt + this.o.renewDeadlineMs;
+    this.watchdog = setTimeout(() => {
+      if (performance.now() >= this.renewedAt + this.o.renewDeadlineMs) this.lose('not renewed within the renew deadline');
+      else this.arm();
+    }, Math.max(0, at - performance.now()));
+    this.watchdog.unref?.();
+  }
+
   start(): void {
     if (!this.running) this.running = this.run(this.abort.signal);
   }
@@ -78,6 +118,8 @@ export class LeaderElector {
   /** Stops campaigning; releases the lease when held (so a standby takes over without waiting). */
   async stop(o: { release?: boolean } = {}): Promise<void> {
     this.abort.abort();
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = undefined;
     await this.running;
     if (this.leading && o.release !== false) {
       try {
@@ -94,6 +136,7 @@ export class LeaderElector {
     while (!signal.aborted && !this.leading) {
       if (await this.tryAcquireOrRenew()) {
         this.leading = true;
+        this.arm();
         this.o.log?.info({ lease: this.o.name, identity: this.identity }, 'became leader');
         this.o.onStartedLeading();
         break;
@@ -101,24 +144,32 @@ export class LeaderElector {
       await sleep(this.o.retryPeriodMs * (1 + Math.random() * 0.2), signal);
     }
     // Renew.
-    let lastRenew = Date.now();
     while (!signal.aborted && this.leading) {
       await sleep(this.o.retryPeriodMs, signal);
-      if (signal.aborted) break;
+      if (signal.aborted || !this.leading) break;
       if (await this.tryAcquireOrRenew()) {
-        lastRenew = Date.now();
+        if (this.leading) this.arm();
         continue;
       }
-      if (Date.now() - lastRenew >= this.o.renewDeadlineMs) {
-        this.leading = false;
-        this.o.log?.error({ lease: this.o.name }, 'lost the leader lease');
-        this.o.onStoppedLeading();
+      if (performance.now() - this.renewedAt >= this.o.renewDeadlineMs) {
+        this.lose('could not renew within the renew deadline');
         return;
       }
     }
   }
 
   private async tryAcquireOrRenew(): Promise<boolean> {
+    const started = performance.now();
+    const ok = await this.tryAcquireOrRenewOnce();
+    // A renewal that answered after the lease could have expired proves nothing about the time between.
+    if (ok && performance.now() - started < this.o.renewDeadlineMs) {
+      this.renewedAt = started;
+      return true;
+    }
+    return false;
+  }
+
+  private async tryAcquireOrRenewOnce(): Promise<boolean> {
     const now = new Date();
     const mine: LeaseSpec = {
       holderIdentity: this.identity,

@@ -3,8 +3,9 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { Discovery } from './discovery.ts';
+import { FaultTracker, writeDegraded } from './faults.ts';
 import { gvrKey, type GVR } from './gvr.ts';
-import { Informer } from './informer.ts';
+import { Informer, UnionCache, type WatchLiveness } from './informer.ts';
 import { ApiError, type KubeClient, type KubeObject } from './kube.ts';
 import { keyString, parseKey, TerminalError, type Cache, type EventRecorder, type ObjectKey, type ReconcileContext, type Reconciler } from './reconciler.ts';
 import { jsonEqual } from './status.ts';
@@ -30,6 +31,8 @@ export interface ManagerOptions {
   pollOnly?: boolean;
   /** Requeue period in poll-only mode (default 20 s). */
   pollIntervalMs?: number;
+  /** Watch timeouts and the bound on a silent (half-open) watch; default client-go's 5–10 min + 30 s. */
+  watchLiveness?: WatchLiveness;
 }
 
 interface Subscription {
@@ -43,6 +46,8 @@ interface Registered {
   r: Reconciler;
   queue: WorkQueue;
   log: Logger;
+  /** Consecutive failures per key (the Degraded condition). */
+  faults: FaultTracker;
 }
 
 interface InformerSlot {
@@ -60,6 +65,9 @@ export class Manager {
   private workers: Promise<void>[] = [];
   private started = false;
   private workersStarted = false;
+  /** Workers take keys only while this says so (leader election: only while the lease surely holds). */
+  private gate: () => boolean = () => true;
+  private paused = false;
 
   constructor(o: ManagerOptions) {
     this.o = o;
@@ -83,27 +91,52 @@ export class Manager {
         workDuration: (s) => m.queueWorkDuration.observe({ name }, s),
       },
     });
-    const reg: Registered = { r, queue, log: this.o.log.child({ controller: name }) };
+    const reg: Registered = { r, queue, log: this.o.log.child({ controller: name }), faults: new FaultTracker() };
     this.registered.push(reg);
     this.subscribe(r.primary, undefined, { reconciler: reg, primary: true, map: (o) => [{ namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' }] });
     for (const w of r.watches) this.subscribe(w.gvr, w.labelSelector, { reconciler: reg, primary: false, map: w.map });
   }
 
-  private slotKey(gvr: GVR): string {
-    return gvrKey(gvr);
+  private slotKey(gvr: GVR, labelSelector?: string): string {
+    return `${gvrKey(gvr)}|${labelSelector ?? ''}`;
   }
 
+  /** Every informer slot of a kind (one per distinct selector). */
+  private slotsOf(gvr: GVR): InformerSlot[] {
+    const k = gvrKey(gvr);
+    return [...this.slots.values()].filter((s) => gvrKey(s.gvr) === k);
+  }
+
+  /**
+   * One informer per kind and selector: watchers of one kind with different selectors get separate,
+   * filtered informers (their caches hold only what the selectors ask for: a cluster's every claim and
+   * DataVolume would otherwise sit in memory). Only when some watcher wants the kind unfiltered do all of
+   * its watchers share that one informer (its cache holds everything anyway).
+   */
   private subscribe(gvr: GVR, labelSelector: string | undefined, sub: Subscription): void {
-    const k = this.slotKey(gvr);
+    const unfiltered = this.slots.get(this.slotKey(gvr));
+    const k = this.slotKey(gvr, unfiltered ? undefined : labelSelector);
     let slot = this.slots.get(k);
     if (!slot) {
-      slot = { gvr, labelSelector, subs: [] };
+      slot = { gvr, labelSelector: unfiltered ? undefined : labelSelector, subs: [] };
       this.slots.set(k, slot);
-    } else if (slot.labelSelector !== labelSelector) {
-      // Two watchers of one kind with different selectors share one unfiltered informer.
-      slot.labelSelector = undefined;
     }
     slot.subs.push(sub);
+    if (!slot.labelSelector) {
+      // An unfiltered watcher: the kind's filtered slots fold into this one.
+      for (const other of this.slotsOf(gvr)) {
+        if (other === slot) continue;
+        slot.subs.push(...other.subs);
+        this.slots.delete(this.slotKey(gvr, other.labelSelector));
+      }
+    }
+  }
+
+  /** Objects held per informer cache, by kind and selector (the soak test checks they stay bounded). */
+  cacheSizes(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const s of this.slots.values()) if (s.informer) out[`${s.gvr.kind}${s.labelSelector ? `{${s.labelSelector}}` : ''}`] = s.informer.store.items.size;
+    return out;
   }
 
   private makeInformer(slot: InformerSlot): Informer {
@@ -112,6 +145,7 @@ export class Manager {
       labelSelector: slot.labelSelector,
       log: this.o.log.child({ component: 'informer', kind: slot.gvr.kind }),
       onList: () => this.o.metrics.informerLists.inc({ kind: slot.gvr.kind }),
+      liveness: this.o.watchLiveness,
     });
     const fire = (objs: KubeObject[], old?: KubeObject): void => {
       for (const s of slot.subs) {
@@ -159,8 +193,10 @@ export class Manager {
   }
 
   private onOptionalKind(gvr: GVR, installed: boolean): void {
-    const slot = this.slots.get(this.slotKey(gvr));
-    if (!slot) return;
+    for (const slot of this.slotsOf(gvr)) this.onOptionalSlot(slot, installed);
+  }
+
+  private onOptionalSlot(slot: InformerSlot, installed: boolean): void {
     if (installed && !slot.informer && this.eager(slot)) {
       const inf = this.makeInformer(slot);
       slot.informer = inf;
@@ -196,21 +232,25 @@ export class Manager {
   }
 
   cache<T extends KubeObject = KubeObject>(gvr: GVR): Cache<T> | undefined {
-    const slot = this.slots.get(this.slotKey(gvr));
-    if (slot && !slot.informer && this.started && this.o.pollOnly && (!slot.gvr.optional || this.discovery.installed(slot.gvr))) {
-      // Poll-only: the first read of a kind starts its informer (a cache, not a trigger); subscribers look
-      // again once it can answer, as after an optional kind appears.
-      const inf = this.makeInformer(slot);
-      slot.informer = inf;
-      inf.start();
-      void inf.waitForSync().then(() => this.requeueSubscribers(slot));
+    const slots = this.slotsOf(gvr);
+    for (const slot of slots) {
+      if (!slot.informer && this.started && this.o.pollOnly && (!slot.gvr.optional || this.discovery.installed(slot.gvr))) {
+        // Poll-only: the first read of a kind starts its informer (a cache, not a trigger); subscribers look
+        // again once it can answer, as after an optional kind appears.
+        const inf = this.makeInformer(slot);
+        slot.informer = inf;
+        inf.start();
+        void inf.waitForSync().then(() => this.requeueSubscribers(slot));
+      }
     }
-    const inf = slot?.informer;
-    return inf?.hasSynced() ? (inf.store as unknown as Cache<T>) : undefined;
+    if (!slots.length || !slots.every((s) => s.informer?.hasSynced())) return undefined;
+    if (slots.length === 1) return slots[0]!.informer!.store as unknown as Cache<T>;
+    // Several filtered informers of one kind: read as one cache holding the union of their selectors.
+    return new UnionCache(slots.map((s) => s.informer!.store)) as unknown as Cache<T>;
   }
 
   informer(gvr: GVR): Informer | undefined {
-    return this.slots.get(this.slotKey(gvr))?.informer;
+    return (this.slots.get(this.slotKey(gvr)) ?? this.slotsOf(gvr)[0])?.informer;
   }
 
   installed(gvr: GVR): boolean {
@@ -225,10 +265,25 @@ export class Manager {
     for (const reg of this.registered) for (let i = 0; i < n; i++) this.workers.push(this.worker(reg));
   }
 
+  /** Dispatch only while `gate()` holds (checked before each reconcile). */
+  setGate(gate: () => boolean): void {
+    this.gate = gate;
+  }
+
+  /** Stops dispatching at once (leadership lost); what is queued stays for no one. */
+  pause(): void {
+    this.paused = true;
+  }
+
   private async worker(reg: Registered): Promise<void> {
     for (;;) {
       const k = await reg.queue.get();
       if (k === undefined) return;
+      if (this.paused || !this.gate()) {
+        // Not (surely) the leader: nothing is dispatched; the next leader reconciles every object anyway.
+        reg.queue.done(k);
+        continue;
+      }
       try {
         await this.processOne(reg, k);
       } finally {
@@ -254,6 +309,7 @@ export class Manager {
     try {
       const res = await reg.r.reconcile(key, ctx);
       reg.queue.forget(k);
+      await this.clearFault(reg, k, key, ctx);
       if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) {
         const delay = requeueDelay(res.requeueAfterMs, this.o);
         reg.queue.addAfter(k, delay, () => m.wakeups.inc({ controller: name, cause: `requeue:${delayBucket(delay)}` }));
@@ -273,10 +329,42 @@ export class Manager {
         m.reconcileErrors.inc({ controller: name, reason });
         log.warn({ err: (e as Error).message, reason, retries: reg.queue.numRequeues(k) }, 'reconcile failed; retrying with backoff');
         reg.queue.addRateLimited(k, () => m.wakeups.inc({ controller: name, cause: 'retry' }));
+        await this.reportFault(reg, k, key, ctx, e);
       }
     } finally {
       end();
     }
+  }
+
+  /** A failure of `k`: once it is a fault (faults.ts), the object's Degraded condition says so. */
+  private async reportFault(reg: Registered, k: string, key: ObjectKey, ctx: ReconcileContext, e: unknown): Promise<void> {
+    const f = reg.faults.failed(k, e, ctx.now());
+    if (!f || !reg.r.faultConditions) return;
+    const ok = await writeDegraded(this.o.client, reg.r.primary, key.namespace, key.name, f, false, ctx.now());
+    reg.faults.markReported(k, ok);
+  }
+
+  /** A clean reconcile of `k`: a Degraded condition written for it is cleared (kept tracked until it is). */
+  private async clearFault(reg: Registered, k: string, key: ObjectKey, ctx: ReconcileContext): Promise<void> {
+    const f = reg.faults.get(k);
+    if (!f) return;
+    if (!f.reported || !reg.r.faultConditions) {
+      reg.faults.forget(k);
+      return;
+    }
+    if (await writeDegraded(this.o.client, reg.r.primary, key.namespace, key.name, f, true, ctx.now())) reg.faults.forget(k);
+  }
+
+  /** In-memory map sizes per reconciler, with its failing keys (the soak test checks they stay bounded). */
+  memory(): Record<string, Record<string, number>> {
+    const out: Record<string, Record<string, number>> = {};
+    for (const reg of this.registered) out[reg.r.name] = { ...(reg.r.memory?.() ?? {}), faults: reg.faults.size() };
+    return out;
+  }
+
+  /** Keys currently failing per reconciler (tests, the soak benchmark). */
+  faultCount(reconciler: string): number {
+    return this.registered.find((r) => r.r.name === reconciler)?.faults.size() ?? 0;
   }
 
   /** Enqueues a key by hand (tests, cross-controller nudges). */

@@ -67,6 +67,14 @@ export interface Reconciler {
   primary: GVR;
   watches: Watch[];
   reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result>;
+  /**
+   * When reconciles of an object keep failing (see faults.ts), the manager writes a `Degraded` condition
+   * into the primary object's status.conditions, and clears it on the next success. The primary kind must
+   * have a status subresource with a conditions list.
+   */
+  faultConditions?: boolean;
+  /** Sizes of the reconciler's in-memory maps (the soak test and benchmark check they stay bounded). */
+  memory?: () => Record<string, number>;
 }
 
 /**

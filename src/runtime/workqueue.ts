@@ -84,11 +84,13 @@ export class MaxOfRateLimiter implements RateLimiter {
   }
 }
 
-// client-go's DefaultControllerRateLimiter: 5 ms doubling to 1000 s per key — a failing object is retried
-// quickly at first without hammering the API server forever — and 10 qps / burst 100 overall so a storm of
-// failures across many keys cannot exceed a steady request rate.
+// client-go's DefaultControllerRateLimiter shape: 5 ms doubling per key — a failing object is retried
+// quickly at first — and 10 qps / burst 100 overall so a storm of failures across many keys cannot exceed
+// a steady request rate. The per-key cap is 60 s, not client-go's 1000 s: after an outage of the API server
+// or the inventory, client-go's cap left an object untouched for up to 16 minutes after the cause was gone;
+// one look a minute per failing object costs little, and the overall bucket still bounds the total.
 export const BACKOFF_BASE_MS = 5;
-export const BACKOFF_MAX_MS = 1000 * 1000;
+export const BACKOFF_MAX_MS = 60_000;
 export const BUCKET_QPS = 10;
 export const BUCKET_BURST = 100;
 

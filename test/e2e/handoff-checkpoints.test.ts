@@ -431,6 +431,28 @@ test('an output the API server refuses fails the VM with its message instead of 
   assert.equal(St(pv).phase, 'Bound');
 });
 
+test('a VMDisk deleted right after the handoff creates it leaves the volume on Retain, the VM not Succeeded and no VMInstance', async () => {
+  const w = await transferredVM({ disks: [{}, {}] });
+  let deleted = false;
+  const r = await runHandoff(w, {
+    onOutcome: async (o) => {
+      if (!deleted && o.message === `disk 0: ${Step.CreateVMDisk}`) {
+        deleted = await client.delete(GVRs.VMDisk, w.ns, `${w.vmName}-disk-0`);
+      }
+    },
+  });
+  assert.ok(deleted, 'the VMDisk was deleted right after its creation');
+  assert.equal(r.outcome.state, 'failed', r.outcome.message);
+  assert.equal(r.outcome.reason, TaskReason.OutputDeleted);
+  assert.match(r.outcome.message ?? '', new RegExp(`VMDisk ${w.vmName}-disk-0 was deleted`));
+  assert.ok(!r.steps.some((s) => s.step === Step.SettleVolume), 'nothing was settled');
+  assert.equal(await get(GVRs.VMDisk, w.ns, `${w.vmName}-disk-0`), undefined, 'the deleted VMDisk is not recreated');
+  const pv = await get(GVRs.PersistentVolume, undefined, w.pvs[0]!.name);
+  assert.equal(pv?.metadata?.uid, w.pvs[0]!.uid, 'the volume still exists');
+  assert.equal(S(pv).persistentVolumeReclaimPolicy, 'Retain', 'the volume stays on Retain');
+  assert.equal(await get(GVRs.VMInstance, w.ns, w.vmName), undefined, 'no VMInstance');
+});
+
 // Crash safety: a crash right after every step's API write (and in the middle of the multi-disk loop);
 // the status write of that call is lost, the next call starts from a fresh context.
 const killPoints: Array<{ step: StepName; disk?: number; disks: number }> = [

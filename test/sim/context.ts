@@ -62,6 +62,12 @@ export interface Ctx {
   forkliftNamespace: string;
   inf: Informers;
   stopping: boolean;
+  /**
+   * Name of the pipeline step that carries the disk transfer: `DiskTransfer` (cold raw copy), or what other
+   * Forklift versions and modes report instead — `DiskTransferV2v` (2.10 without skipGuestConversion), or
+   * an unnamed step.
+   */
+  transferStepName: string;
   /** Timers owned by the sim (cleared on stop so nothing keeps node --test alive). */
   timers: Set<NodeJS.Timeout>;
 }

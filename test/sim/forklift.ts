@@ -139,6 +139,23 @@ export class Forklift {
 
   // ---------------------------------------------------------------- helpers
 
+  /**
+   * A connection flap: vCenter goes down, every Provider on it is re-tested (Critical ConnectionTestFailed
+   * written), and after `holdMs` it comes back and they are re-tested again (Ready). Forklift re-tests a
+   * Provider on each reconcile, so a short outage shows as exactly this pair of status writes.
+   */
+  async flapConnection(world: World, holdMs: number): Promise<void> {
+    const keys = (this.ctx.inf.provider?.list() ?? []).filter((p) => this.worldOf(p) === world).map((p) => keyOf(p));
+    world.connectionDown = true;
+    try {
+      await Promise.all(keys.map((k) => this.reconcileProvider(k)));
+      if (holdMs > 0) await sleep(this.ctx, holdMs);
+    } finally {
+      world.connectionDown = false;
+    }
+    await Promise.all(keys.map((k) => this.reconcileProvider(k)));
+  }
+
   worldOf(p: Obj | undefined): World | undefined {
     if (!p?.spec?.url) return undefined;
     return this.ctx.worlds.find((w) => sameUrl(w.url, p.spec.url));
@@ -242,6 +259,13 @@ export class Forklift {
       phase = 'ValidationFailed';
     }
     if (blocking(conds)) return done();
+    if (world!.connectionDown) {
+      // Forklift re-tests the connection on every Provider reconcile; a refused dial is ConnectionTestFailed
+      // (kubev2v/forklift@v2.11.5:pkg/controller/provider/validation.go, GetTlsCertificate failing).
+      conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Could not connect to the ESXi/vCenter server: dial tcp ${new URL(url).hostname}:443: connect: connection refused`));
+      phase = 'ConnectionFailed';
+      return done();
+    }
     // testConnection: vCenter's answer. 401/400 → ConnectionAuthFailed (Forklift stops retrying); else failed.
     if (!bundleVerifiesOrInsecure(insecure, ca, world!.fixture.certPEM)) {
       conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Connection test, failed: Post "${url}": tls: failed to verify certificate: x509: certificate signed by unknown authority`));
@@ -663,7 +687,7 @@ export class Forklift {
         pipeline: [
           { name: 'Initialize', description: 'Initialize migration.', phase: 'Pending', progress: { total: 0, completed: 0 } },
           {
-            name: 'DiskTransfer',
+            name: this.ctx.transferStepName,
             description: 'Transfer disks.',
             phase: 'Pending',
             progress: { total, completed: 0 },

@@ -33,6 +33,12 @@ export interface SimOptions {
   forkliftNamespace?: string;
   /** Which Forklift to play: '2.11' (default, v2.11.5) or '2.12' (v2.12.5). */
   forkliftVersion?: ForkliftVersion;
+  /**
+   * Name of the pipeline step that carries the disk transfer (default `DiskTransfer`); `DiskTransferV2v` or
+   * '' play Forklift versions and modes whose transfer step has another name or none
+   * (kubev2v/forklift@v2.11.5:pkg/controller/plan/migrator/base/migrator.go, the step names by phase).
+   */
+  transferStepName?: string;
   /** Fast-forward knobs; defaults are small (DEFAULT_TIMINGS). */
   timings?: Partial<SimTimings>;
 }
@@ -46,6 +52,11 @@ export interface Sim {
   installForklift(): Promise<void>;
   /** Fault: the inventory keeps serving its certificate while the published CA no longer matches it (false restores). */
   setInventoryCertMismatch(on: boolean): Promise<void>;
+  /**
+   * Fault: the vCenter at `url` refuses connections for `holdMs`; Forklift re-tests its Providers as it
+   * goes down and as it comes back (resolves once both status writes are done).
+   */
+  flapConnection(url: string, holdMs: number): Promise<void>;
   /** Name of the ValidatingWebhookConfiguration the sim registered. */
   readonly webhookConfigName: string;
   /** Stops loops and servers, removes its webhook configuration. */
@@ -118,6 +129,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     timings: { ...DEFAULT_TIMINGS, ...(opts.timings ?? {}) },
     mbPerSecond: opts.mbPerSecond ?? 16384,
     forkliftNamespace: opts.forkliftNamespace ?? 'cozy-forklift',
+    transferStepName: opts.transferStepName ?? 'DiskTransfer',
     stopping: false,
     timers: new Set(),
     inf: { secret: mk(R.Secret), pvc: mk(R.PVC), pv: mk(R.PV), sc: mk(R.StorageClass), dv: mk(R.DataVolume), vm: mk(R.VirtualMachine), vmdisk: mk(R.VMDisk), vminstance: mk(R.VMInstance) },
@@ -203,6 +215,12 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
       await startForklift();
     },
     setInventoryCertMismatch: (on: boolean) => inv.setCertMismatch(on),
+    async flapConnection(url: string, holdMs: number): Promise<void> {
+      if (!forklift) throw new Error('sim: Forklift is not installed');
+      const w = byUrl.get(url) ?? ctx.worlds.find((x) => x.url.replace(/\/$/, '') === url.replace(/\/$/, ''));
+      if (!w) throw new Error(`sim: no world for ${url}`);
+      await forklift.flapConnection(w, holdMs);
+    },
     webhookConfigName: wh.configName,
     stop,
   };

@@ -205,6 +205,11 @@ export function vcenter(s: VCenterSpec): WorldFixture {
 /** The live model of one vCenter: mutable (power state, faults) and read by tests for assertions. */
 export class World {
   readonly fixture: WorldFixture;
+  /**
+   * Fault: vCenter refuses connections (an outage, a firewall change). Forklift's next connection test of
+   * a Provider on this vCenter fails (ConnectionTestFailed, phase ConnectionFailed) until it is cleared.
+   */
+  connectionDown = false;
   constructor(f: WorldFixture) {
     this.fixture = structuredClone(f);
   }

@@ -55,7 +55,7 @@ import {
   type DiskObservation,
   type Markers,
 } from './plan.ts';
-import { DISK_DONE, Step, type StepName } from './steps.ts';
+import { DISK_DONE, DISK_STEPS, Step, type StepName } from './steps.ts';
 
 export { HANDOFF_STEPS, DISK_STEPS, VM_STEPS, Step, type StepName } from './steps.ts';
 export { nextStep, nextVMStep, type DiskObservation, type DiskAction, type VMObservation, type VMAction } from './plan.ts';
@@ -190,11 +190,44 @@ function reader(ctx: ReconcileContext, live: boolean): Reader {
 }
 
 /**
+ * An entry is dropped when its disk settles or its VM ends; one whose task was deleted mid-handoff would
+ * stay forever, so entries older than this go too (a later pass then simply reads the VMDisk again).
+ */
+export const KNOWN_VMDISK_TTL_MS = 10 * 60_000;
+
+class KnownVMDisks {
+  private readonly m = new Map<string, { obj: KubeObject; at: number }>();
+  private nextSweep = 0;
+  get(k: string): KubeObject | undefined {
+    return this.m.get(k)?.obj;
+  }
+  set(k: string, obj: KubeObject): void {
+    const now = Date.now();
+    if (now >= this.nextSweep) {
+      for (const [key, e] of this.m) if (now - e.at > KNOWN_VMDISK_TTL_MS) this.m.delete(key);
+      this.nextSweep = now + KNOWN_VMDISK_TTL_MS;
+    }
+    this.m.set(k, { obj, at: now });
+  }
+  delete(k: string): void {
+    this.m.delete(k);
+  }
+  get size(): number {
+    return this.m.size;
+  }
+}
+
+/** Sizes of the handoff's process-wide maps (the soak test checks they return to their baseline). */
+export function handoffMemory(): Record<string, number> {
+  return { knownVMDisks: knownVMDisks.size, handoffExpectations: handoffExpectations.size() };
+}
+
+/**
  * VMDisks this process created (or found carrying our markers), between their creation and the disk's
  * settling: a cached pass believes them instead of asking the aggregated API on every wait for CDI's
  * adoption (the top request of the 800-task benchmark). Dropped when the disk settles; a live pass reads.
  */
-const knownVMDisks = new Map<string, KubeObject>();
+const knownVMDisks = new KnownVMDisks();
 const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
 
 /**
@@ -215,6 +248,14 @@ async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Mark
   return { claim, dataVolume, vmDiskObject };
 }
 
+/** The recorded checkpoint says the VMDisk was created by this handoff (create-vmdisk, settle-volume, done). */
+export function vmDiskCreatedBy(checkpoint: string | undefined): boolean {
+  if (!checkpoint) return false;
+  if (checkpoint === DISK_DONE) return true;
+  const i = DISK_STEPS.indexOf(checkpoint as StepName);
+  return i >= 0 && i >= DISK_STEPS.indexOf(Step.CreateVMDisk);
+}
+
 /** Reads everything one disk's decision depends on. */
 async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promise<DiskObservation> {
   const ns = input.task.metadata.namespace!;
@@ -233,8 +274,10 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
     if (dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id)) transferDataVolumes.push(dv);
   }
 
-  const outputs = await observeOutputs(rd, ns, d, { taskUid: input.task.metadata.uid!, vmId: input.spec.id });
+  const vmDiskCreated = vmDiskCreatedBy(d.previous?.handoff);
+  const outputs = await observeOutputs(rd, ns, d, { taskUid: input.task.metadata.uid!, vmId: input.spec.id }, { vmDisk: vmDiskCreated });
   return {
+    vmDiskCreated,
     index: d.index,
     vmDisk: d.vmDisk,
     claimName: d.claimName,
@@ -469,15 +512,23 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     const d = disks[i]!;
     // A settled disk needs one read to confirm (its claim's UID against the volume's claimRef), not the
     // whole observation: a many-disk VM would otherwise re-read every finished disk on every call.
-    if (d.recorded?.metadata?.annotations?.[ANNOTATION_HANDOFF] === HANDOFF_SETTLED) {
+    // A live (verdict) pass observes every disk in full: a finished VM rests on every disk's VMDisk too.
+    if (!rd.live && d.recorded?.metadata?.annotations?.[ANNOTATION_HANDOFF] === HANDOFF_SETTLED) {
       const claim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName);
       if (claimRefMatches(d.recorded, claim)) {
         out.push(evidence(d, undefined, DISK_DONE));
         continue;
       }
     }
-    const o = await observeDisk(rd, input, d);
-    const action = nextStep(o, m);
+    let o = await observeDisk(rd, input, d);
+    let action = nextStep(o, m);
+    if (action.type === 'step' && action.step === Step.SettleVolume && !rd.live) {
+      // Settling ends the volume's protection: every condition it rests on (the VMDisk exists, claim and
+      // volume bound to each other, the transferred claim gone, the DataVolume adopted) is re-read from
+      // the API server, never believed from a cache or from what this process created earlier.
+      o = await observeDisk(reader(ctx, true), input, d);
+      action = nextStep(o, m);
+    }
     if (action.type === 'done') {
       out.push(evidence(d, o, DISK_DONE));
       continue;

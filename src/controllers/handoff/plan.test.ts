@@ -286,6 +286,38 @@ test('without CDI adoption the disk waits before settling, naming what it waits 
   assert.fail('never waited for CDI');
 });
 
+/** Runs the recipe with the cluster reacting at once until the next action is the settle step. */
+function untilSettle(): World {
+  const w = freshWorld({ dvLeft: false });
+  for (let i = 0; i < 100; i++) {
+    const a = nextStep(observe(w), M);
+    if (a.type === 'step' && a.step === Step.SettleVolume) return w;
+    if (a.type === 'step') applyStep(w, a.step);
+    else assert.ok((['pvcProtectionRemovesClaim', 'binderReleases', 'binderBindsVolume', 'binderClaimEvent', 'cdiAdopts'] as const).some((m) => envMove(w, m)), `stuck: ${JSON.stringify(a)}`);
+  }
+  assert.fail('never reached the settle step');
+}
+
+test('settle rests on every condition: a VMDisk this handoff created and someone deleted fails the VM with OutputDeleted, the volume left on Retain', () => {
+  const w = untilSettle();
+  assert.equal(spec(w.pv).persistentVolumeReclaimPolicy, 'Retain');
+  w.vmDisk = undefined;
+  const a = nextStep({ ...observe(w), vmDiskCreated: true }, M);
+  assert.equal(a.type, 'fail');
+  assert.equal((a as { reason: string }).reason, TaskReason.OutputDeleted);
+  assert.match((a as { message: string }).message, /VMDisk web-disk-0 was deleted.*pvc-1.*Retain/);
+  // Without evidence that it was created (a crash lost that status write), the VMDisk is still to be made.
+  assert.deepEqual(nextStep(observe(w), M), { type: 'step', step: Step.CreateVMDisk });
+});
+
+test('settle waits while the transferred claim still exists, even terminating and no longer bound to the volume', () => {
+  const w = untilSettle();
+  w.transferClaim = { metadata: { name: 'plan-vm-42-abcde', namespace: NS, uid: 'old-uid', deletionTimestamp: 'now', finalizers: ['kubernetes.io/pvc-protection'] }, spec: { volumeName: 'pvc-1' }, status: { phase: 'Lost' } };
+  const a = nextStep(observe(w), M);
+  assert.equal(a.type, 'wait');
+  assert.match((a as { message: string }).message, /transferred claim plan-vm-42-abcde to be gone/);
+});
+
 test('the volume is not re-pointed while the binder still shows it Bound to the deleted claim', () => {
   const w = freshWorld({ dvLeft: false });
   for (const s of [Step.RetainVolume, Step.OrphanTransferClaim, Step.CreateClaim, Step.DeleteTransferClaim] as const) {

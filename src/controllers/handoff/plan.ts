@@ -34,6 +34,11 @@ export interface DiskObservation {
   claim?: KubeObject;
   dataVolume?: KubeObject;
   vmDiskObject?: KubeObject;
+  /**
+   * The recorded evidence says this handoff created the VMDisk (checkpoint create-vmdisk or later): its
+   * absence now means someone deleted it, not that it is still to be made. The VMDisk is then always read.
+   */
+  vmDiskCreated?: boolean;
 }
 
 export type DiskAction =
@@ -106,6 +111,19 @@ const deleting = (o: KubeObject | undefined): boolean => !!o?.metadata?.deletion
  * claimRef with the new UID → let the binder finish → DataVolume → VMDisk → settle.
  */
 export function nextStep(o: DiskObservation, m: Markers): DiskAction {
+  // A VMDisk this handoff created and someone deleted: recreating it would undo the tenant's delete, and
+  // settling without it would leave the volume on Delete with nothing holding it. The volume stays on
+  // Retain (its data kept) and the VM fails, saying so.
+  if (o.vmDiskCreated && !o.vmDiskObject) {
+    const pvName = o.volume?.metadata?.name ?? o.volumeName;
+    const policy = spec(o.volume).persistentVolumeReclaimPolicy as string | undefined;
+    const kept = !pvName
+      ? ''
+      : policy === 'Retain'
+        ? `. PersistentVolume ${pvName} (disk ${o.index}) is kept with reclaim policy Retain: delete it to discard the data`
+        : `. PersistentVolume ${pvName} (disk ${o.index}) has reclaim policy ${policy ?? 'unknown'}`;
+    return { type: 'fail', reason: TaskReason.OutputDeleted, message: `VMDisk ${o.vmDisk} was deleted after the handoff created it; the VM is not finished and no VMInstance is created${kept}` };
+  }
   if (diskDone(o, m)) return { type: 'done' };
   const foreign = foreignOutput(o, m);
   if (foreign) return { type: 'fail', ...foreign };
@@ -182,7 +200,9 @@ export function nextStep(o: DiskObservation, m: Markers): DiskAction {
   if (!o.vmDiskObject) return { type: 'step', step: Step.CreateVMDisk };
 
   // 10. Settle: the volume goes back to its class's reclaim policy only when everything holds it —
-  //     otherwise deleting the wrong thing in between would delete the data.
+  //     otherwise deleting the wrong thing in between would delete the data. Every condition is part of
+  //     this observation, which the caller takes live before it settles (settleConditions).
+  if (o.transferClaim) return { type: 'wait', message: `waiting for the transferred claim ${o.transferClaimName} to be gone` };
   if (!adoptedBy(o.claim, o.dataVolume)) {
     return { type: 'wait', message: `waiting for CDI to adopt claim ${o.claimName} into DataVolume ${o.claimName}` };
   }

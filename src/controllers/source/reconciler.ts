@@ -34,6 +34,7 @@ import {
   sourceLabels,
   type SecretObject,
 } from '../../forklift/provider.ts';
+import { Expectations } from '../../runtime/expectations.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
@@ -139,8 +140,14 @@ function errMessage(e: unknown): string {
 
 export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDeps = {}): Reconciler {
   const managedSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
+  // This reconciler's writes of sources (status, finalizer): the cache is read for a source only once it
+  // shows the last one. Without it, a Provider that flaps Critical and back within the few milliseconds
+  // before our own ConnectionFailed write reaches the cache compares "Connected" against the cached
+  // pre-fault copy, skips the write, and leaves the source reporting the fault until its 5-minute resync.
+  const ownWrites = new Expectations();
   return {
     name: SOURCE_CONTROLLER,
+    faultConditions: true,
     primary: GVRs.VMImportSource,
     watches: [
       { gvr: GVRs.Provider, map: mapToSource, labelSelector: managedSelector },
@@ -148,7 +155,7 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
       // No watch on Secrets: the controller may not list or watch them (least privilege: a namespace's
       // Secrets are not ours to read). Ours are found by their deterministic names.
     ],
-    reconcile: (key, ctx) => reconcileSource(cfg, deps, key, ctx),
+    reconcile: (key, ctx) => reconcileSource(cfg, deps, key, ctx, ownWrites),
   };
 }
 
@@ -174,15 +181,22 @@ function isWebhookAuthRejection(e: unknown): boolean {
   return e instanceof ApiError && e.code === 403 && /invalid credentials|credential/i.test(e.message);
 }
 
-async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps, key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
-  const src = ctx.cache<VMImportSource & KubeObject>(GVRs.VMImportSource)?.get(key.namespace, key.name) as VMImportSource | undefined;
+async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps, key: ObjectKey, ctx: ReconcileContext, ownWrites: Expectations): Promise<Result> {
+  // From the informer cache, never behind our own last write (see ownWrites).
+  const src = (await ownWrites.get(ctx, GVRs.VMImportSource, key.namespace, key.name)) as unknown as VMImportSource | undefined;
   if (!src || src.metadata.deletionTimestamp) deps.sourceReady?.remove({ namespace: key.namespace, source: key.name });
-  if (!src) return {};
+  if (!src) {
+    ownWrites.forget(GVRs.VMImportSource, key.namespace, key.name);
+    return {};
+  }
   if (src.metadata.deletionTimestamp) return await finalize(cfg, src, ctx);
   if (!src.metadata.finalizers?.includes(FINALIZER)) {
-    await ctx.client.patch(GVRs.VMImportSource, key.namespace, key.name, {
-      metadata: { finalizers: [...(src.metadata.finalizers ?? []), FINALIZER], resourceVersion: src.metadata.resourceVersion },
-    });
+    ownWrites.wrote(
+      GVRs.VMImportSource,
+      await ctx.client.patch<KubeObject>(GVRs.VMImportSource, key.namespace, key.name, {
+        metadata: { finalizers: [...(src.metadata.finalizers ?? []), FINALIZER], resourceVersion: src.metadata.resourceVersion },
+      }),
+    );
     // The update event brings the source back with the finalizer.
     return {};
   }
@@ -203,7 +217,7 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
       result = { requeueAfterMs: REQUEUE_PENDING_MS };
     }
   }
-  await writeStatus(src, ctx, obs, deps);
+  ownWrites.wrote(GVRs.VMImportSource, await writeStatus(src, ctx, obs, deps));
   return result;
 }
 
@@ -389,7 +403,8 @@ async function publishInventory(cfg: ControllerConfig, deps: SourceReconcilerDep
   return true;
 }
 
-async function writeStatus(src: VMImportSource, ctx: ReconcileContext, obs: SourceObservation, deps: SourceReconcilerDeps): Promise<void> {
+/** Writes the derived status when it differs; returns the object the API server answered with, if written. */
+async function writeStatus(src: VMImportSource, ctx: ReconcileContext, obs: SourceObservation, deps: SourceReconcilerDeps): Promise<KubeObject | undefined> {
   const status = deriveSourceStatus(obs);
   const before = getCondition(src.status?.conditions, CONDITION_READY);
   const after = getCondition(status.conditions, CONDITION_READY)!;
@@ -399,6 +414,7 @@ async function writeStatus(src: VMImportSource, ctx: ReconcileContext, obs: Sour
     ctx.events.event(src as unknown as KubeObject, after.status === 'True' ? 'Normal' : 'Warning', after.reason, after.message);
     ctx.log.info({ ready: after.status, reason: after.reason }, 'source readiness changed');
   }
+  return wrote;
 }
 
 /** Deletes a Secret by name when it is this source's (label or owner reference); never a foreign one. */

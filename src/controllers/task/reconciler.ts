@@ -12,7 +12,7 @@ import { renderNetworkMap, renderStorageMap, type InventoryNetworkLike, type Inv
 import { readVMMigration, renderMigration, sourcePoweredOff, transferDone, currentStep, type VMMigration } from '../../forklift/migration.ts';
 import { networkMapName, planName, storageMapName, migrationName } from '../../forklift/names.ts';
 import { readPlanVerdict, renderPlan, conditionsOf, describeCondition } from '../../forklift/plan.ts';
-import { advanceProgress, isStalled, restoreSample, stallMessage, type ClaimEventLike, type ProgressSample } from '../../forklift/progress.ts';
+import { advanceProgress, dataVolumeProgress, isStalled, restoreSample, stallMessage, type ClaimEventLike, type DataVolumeLike, type ProgressSample } from '../../forklift/progress.ts';
 import { destinationProviderName, sourceProviderName } from '../../forklift/provider.ts';
 import { checkStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
 import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
@@ -57,6 +57,9 @@ const DELETE_POLL_MS = 2_000;
  */
 const TRANSIENT_BLOCKERS = new Set(['NetworkMapNotReady', 'StorageMapNotReady', 'SourceProviderNotReady', 'DestinationProviderNotReady', 'ProviderNotReady', 'ValidatingVDDK']);
 
+/** Itinerary phases reached only once every disk is copied: CreateVM, PostHook, Completed. */
+const PHASES_AFTER_COPY: ReadonlySet<string> = new Set(['CreateVM', 'PostHook', 'Completed']);
+
 const VM_ID_LABEL = 'vmID';
 const MIGRATION_LABEL = 'migration';
 const PLAN_LABEL = 'plan';
@@ -95,6 +98,11 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   const metrics = new TaskMetrics(o.registry ?? new Registry());
   /** Progress samples per task UID / VM id (rate and stall need the previous observation). */
   const samples = new Map<string, ProgressSample>();
+  /**
+   * The DataVolumes' own progress per task UID / VM id: a second witness of moving bytes, so a transfer
+   * is never called Stalled while CDI still moves data that Forklift's pipeline does not show.
+   */
+  const dvSamples = new Map<string, ProgressSample>();
   /** Forklift's Plan UID → task key: transfer claims, DataVolumes and VMs carry only Forklift's labels. */
   const planOwners = new Map<string, ObjectKey>();
   /** source key → task keys referencing it: a source turning Ready wakes its tasks. */
@@ -105,6 +113,8 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   const ownWrites = new Expectations();
   /** Its creates of Forklift objects (maps, Plans, Migrations), likewise. */
   const forkliftWrites = new Expectations();
+  /** Task key → UID of the task last seen under it (to forget a deleted task's UID-keyed entries). */
+  const taskUIDs = new Map<string, string>();
 
   const byTaskLabel = (obj: KubeObject): ObjectKey[] => {
     const l = obj.metadata?.labels ?? {};
@@ -130,6 +140,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
 
   const reconciler: Reconciler = {
     name: 'vmimporttask',
+    faultConditions: true,
     primary: GVRs.VMImportTask,
     watches: [
       { gvr: GVRs.VMImportSource, map: bySource },
@@ -162,6 +173,18 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       const task = seen ? (structuredClone(seen) as VMImportTask & KubeObject) : undefined;
       if (!task) {
         metrics.setStalled(key, []);
+        dropTask(key);
+        return {};
+      }
+      taskUIDs.set(keyString(key), task.metadata.uid ?? '');
+      if (task.metadata.deletionTimestamp) return await finalize(ctx, task);
+      // A terminal task is a record: no further actions, no requeues, nothing kept in memory for it.
+      if (isTerminalPhase(task.status?.phase) && task.status?.completedAt) {
+        metrics.setStalled(key, []);
+        dropTask(key);
+        // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
+        const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
+        if (backfilled) ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
         return {};
       }
       const srcKey = keyString({ namespace: key.namespace, name: task.spec.sourceRef.name });
@@ -169,16 +192,6 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       if (!set) sourceTasks.set(srcKey, (set = new Set()));
       set.add(key.name);
 
-      if (task.metadata.deletionTimestamp) return await finalize(ctx, task);
-      // A terminal task is a record: no further actions, no requeues.
-      if (isTerminalPhase(task.status?.phase) && task.status?.completedAt) {
-        metrics.setStalled(key, []);
-        forget(task.metadata.uid ?? '');
-        // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
-        const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
-        if (backfilled) ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
-        return {};
-      }
       if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {
         ownWrites.wrote(GVRs.VMImportTask, await ctx.client.patch<KubeObject>(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } }));
         return { requeueAfterMs: 0 };
@@ -187,9 +200,29 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     },
   };
 
+  /**
+   * Everything kept in memory for a task that is gone or finished: its progress samples and diagnosis
+   * facts, its place among its source's tasks, its Plans' owner entries. A controller that runs for months
+   * keeps only what its live tasks need.
+   */
+  function dropTask(key: ObjectKey): void {
+    const k = keyString(key);
+    const uid = taskUIDs.get(k);
+    if (uid) forget(uid);
+    taskUIDs.delete(k);
+    const prefix = `${key.namespace}/`;
+    for (const [sk, set] of sourceTasks) {
+      if (!sk.startsWith(prefix)) continue;
+      set.delete(key.name);
+      if (!set.size) sourceTasks.delete(sk);
+    }
+    for (const [planUID, owner] of planOwners) if (owner.namespace === key.namespace && owner.name === key.name) planOwners.delete(planUID);
+  }
+
   /** Drops the in-memory progress samples and diagnosis facts of a task that needs no more of them. */
   function forget(taskUID: string): void {
     for (const k of samples.keys()) if (k.startsWith(`${taskUID}/`)) samples.delete(k);
+    for (const k of dvSamples.keys()) if (k.startsWith(`${taskUID}/`)) dvSamples.delete(k);
     for (const k of vmHosts.keys()) if (k.startsWith(`${taskUID}/`)) vmHosts.delete(k);
   }
 
@@ -481,16 +514,21 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     }
     if (sourcePoweredOff(run) && !ts.sourcePoweredOff) ts.sourcePoweredOff = stampOf(run.pipeline.find((s) => s.name === 'DiskTransfer')?.started, now);
 
-    // progress
+    // progress: from Forklift's DiskTransfer step; without one (an unnamed step, or DiskTransferV2v), from
+    // the DataVolumes' own progress, which also witnesses moving bytes the step does not show.
     const sKey = `${task.metadata.uid}/${v.id}`;
-    if (run.transfer && run.transfer.totalBytes > 0) {
+    const running = !run.failed && !run.canceled && !run.succeeded;
+    const dvMoved = running ? await dataVolumesMoved(ctx, ns, mig, v, v0, sKey, now) : undefined;
+    const fromDataVolumes = !run.transfer && !!dvMoved?.transfer;
+    const transfer = run.transfer ?? dvMoved?.transfer;
+    if (transfer && transfer.totalBytes > 0) {
       // The in-memory sample (ms precision); after a restart, the one the last status write recorded.
-      const pv = advanceProgress(samples.get(sKey) ?? restoreSample(v0), { bytesDone: run.transfer.doneBytes, bytesTotal: run.transfer.totalBytes }, now.getTime());
+      const pv = advanceProgress(samples.get(sKey) ?? restoreSample(v0), { bytesDone: transfer.doneBytes, bytesTotal: transfer.totalBytes }, now.getTime());
       samples.set(sKey, pv.sample);
       v = {
         ...v,
-        bytesTotal: run.transfer.totalBytes,
-        bytesDone: run.transfer.doneBytes,
+        bytesTotal: transfer.totalBytes,
+        bytesDone: transfer.doneBytes,
         progress: pv.percent,
         bytesPerSecond: pv.bytesPerSecond,
         etaSeconds: pv.etaSeconds,
@@ -498,19 +536,20 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       };
       if (run.failed || run.canceled) {
         // fall through to the verdict below
-      } else if (!transferDone(run)) {
+      } else if (!transferDone(run) && !(fromDataVolumes && transfer.doneBytes >= transfer.totalBytes)) {
         if (pv.converting) {
           return { ...v, phase: 'Transferring', reason: TaskReason.Converting, message: `converting: the data is downloaded and CDI is writing it to the target volume (qemu-img convert; about 30 min per 230 GiB); progress stays at ${pv.percent}% meanwhile` };
         }
-        if (isStalled({ idleMs: pv.idleMs, stallAfterMs, converting: false })) return await stalledVM(ctx, task, source, v, mig, pName, pv.idleMs, pv.percent);
+        const idleMs = Math.min(pv.idleMs, dvMoved?.idleMs ?? Infinity);
+        if (isStalled({ idleMs, stallAfterMs, converting: false })) return await stalledVM(ctx, task, source, v, mig, pName, idleMs, pv.percent);
         const step = currentStep(run);
         return { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: `${step ?? run.phase ?? 'starting'}${run.phase ? ` (${run.phase})` : ''}` };
       }
-    } else if (!run.failed && !run.canceled && !run.succeeded) {
+    } else if (running && !copiedEarlier(v0, run)) {
       // Before the DiskTransfer step reports sizes: a stall here is measured from the start.
       const pv = advanceProgress(samples.get(sKey), { bytesDone: 0, bytesTotal: 0 }, now.getTime());
       if (!samples.has(sKey)) samples.set(sKey, { ...pv.sample, lastChangeAt: Date.parse(ts.started) || now.getTime() });
-      const idle = now.getTime() - (samples.get(sKey)!.lastChangeAt);
+      const idle = Math.min(now.getTime() - samples.get(sKey)!.lastChangeAt, dvMoved?.idleMs ?? Infinity);
       if (isStalled({ idleMs: idle, stallAfterMs, converting: false })) return await stalledVM(ctx, task, source, v, mig, pName, idle, 0);
       return { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? 'queued behind Forklift\'s in-flight limit' : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` };
     }
@@ -526,6 +565,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // transferred
     if (!ts.transferred) ts.transferred = stampOf(run.transfer?.completed, now);
     samples.delete(sKey);
+    dvSamples.delete(sKey);
     v = { ...v, progress: 100, bytesDone: v.bytesTotal ?? v.bytesDone, bytesPerSecond: undefined, etaSeconds: 0, lastProgressTime: undefined };
     if (!run.succeeded) return { ...v, phase: 'Creating', reason: TaskReason.Creating, message: `transfer complete; Forklift is creating the VM (${run.phase ?? ''})` };
 
@@ -555,6 +595,34 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       return { ...v, phase: 'Succeeded', reason: TaskReason.Succeeded, message: `imported as VMInstance ${v.vmInstance ?? v.name}` };
     }
     return { ...v, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' };
+  }
+
+  /**
+   * Without a DiskTransfer step, the bytes were last seen on the DataVolumes, which Forklift deletes once
+   * it builds the VM: a copy recorded complete in status is done, not a transfer that stopped moving.
+   */
+  function copiedEarlier(v0: VMStatus, run: VMMigration): boolean {
+    if (run.transfer) return false;
+    // The cold itinerary's phases after the copy (kubev2v/forklift@v2.11.5:pkg/controller/plan/migrator/base/migrator.go).
+    if (run.phase && PHASES_AFTER_COPY.has(run.phase)) return true;
+    return (v0.bytesTotal ?? 0) > 0 && (v0.bytesDone ?? 0) >= v0.bytesTotal!;
+  }
+
+  /**
+   * The VM's DataVolumes as CDI reports them: their bytes as a transfer, and how long since they last
+   * moved (the second witness against a false stall). Read from the cache; Forklift labels each with its
+   * migration and VM. Undefined when no DataVolume states a size yet.
+   */
+  async function dataVolumesMoved(ctx: ReconcileContext, ns: string, mig: KubeObject, v: VMStatus, v0: VMStatus, sKey: string, now: Date): Promise<{ transfer: { totalBytes: number; doneBytes: number }; idleMs: number } | undefined> {
+    const dvs = await listOptional(ctx, GVRs.DataVolume, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '', [VM_ID_LABEL]: v.id }, { preferCache: true, trustCacheAbsence: true });
+    const p = dataVolumeProgress(dvs as DataVolumeLike[]);
+    if (!p) return undefined;
+    // After a restart the DataVolumes are assumed still since the progress the last status write recorded.
+    const restored = restoreSample(v0);
+    const prev = dvSamples.get(sKey) ?? (restored ? { ...restored, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal } : undefined);
+    const view = advanceProgress(prev, p, now.getTime());
+    dvSamples.set(sKey, view.sample);
+    return { transfer: { totalBytes: p.bytesTotal, doneBytes: p.bytesDone }, idleMs: view.idleMs };
   }
 
   /**
@@ -640,8 +708,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       }
     }
     if (remaining > 0) return { requeueAfterMs: DELETE_POLL_MS };
-    forget(task.metadata.uid ?? '');
-    for (const [uid, k] of planOwners) if (k.namespace === key.namespace && k.name === key.name) planOwners.delete(uid);
+    dropTask(key);
     const finalizers = (task.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
     try {
       await ctx.client.patch(GVRs.VMImportTask, ns, key.name, { metadata: { finalizers, resourceVersion: task.metadata.resourceVersion } });
@@ -651,5 +718,15 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     return {};
   }
 
+  reconciler.memory = () => ({
+    samples: samples.size,
+    dvSamples: dvSamples.size,
+    planOwners: planOwners.size,
+    sourceTasks: sourceTasks.size,
+    vmHosts: vmHosts.size,
+    taskUIDs: taskUIDs.size,
+    taskExpectations: ownWrites.size(),
+    forkliftExpectations: forkliftWrites.size(),
+  });
   return reconciler;
 }

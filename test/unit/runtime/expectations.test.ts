@@ -145,3 +145,16 @@ test('a live read is forced on request, whatever the cache holds', async () => {
   assert.equal((await ex.get(ctx, gvr, 'n', 'c', { live: true, counters }))?.metadata?.resourceVersion, '6');
   assert.deepEqual(counters, { cache: 0, live: 1 });
 });
+
+test('expectations of objects never read again are swept once they lapse: the map stays bounded by one TTL of writes', () => {
+  let now = 0;
+  const ex = new Expectations({ ttlMs: 1_000, now: () => now });
+  const gvr = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
+  for (let i = 0; i < 100; i++) ex.wrote(gvr, { metadata: { name: `a-${i}`, namespace: 'ns', resourceVersion: '1' } });
+  assert.equal(ex.size(), 100);
+  now = 1_500;
+  ex.wrote(gvr, { metadata: { name: 'b', namespace: 'ns', resourceVersion: '2' } });
+  assert.equal(ex.size(), 1, 'the lapsed entries went with the next write');
+  ex.forget(gvr, 'ns', 'b');
+  assert.equal(ex.size(), 0);
+});
