@@ -6,7 +6,7 @@ import { buildReconcilers } from '../controllers/index.ts';
 import { KubeEventRecorder } from '../telemetry/events.ts';
 import { createLogger, type Logger } from '../telemetry/logger.ts';
 import { Metrics } from '../telemetry/metrics.ts';
-import { startHealthServer, type HealthServer } from './health.ts';
+import { replicaReady, startHealthServer, type HealthServer } from './health.ts';
 import { startControllerWebhook, type ControllerWebhook } from '../webhook/run.ts';
 import { KubeClient } from './kube.ts';
 import { SecretKeyring, type KeyringSource } from '../credentials/keyring.ts';
@@ -76,9 +76,7 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   // The webhook is stateless and served by every replica, leader or standby.
   let webhook: ControllerWebhook | undefined;
   const role = (): string => (elector ? (elector.isLeader() ? 'leader' : 'standby') : 'disabled') + (webhook ? ', webhook serving' : '');
-  // Ready = this replica can do its part: every replica serves the admission webhook (the Service routes
-  // the API server's calls to ready replicas only, and the webhook fails closed), and its caches are synced.
-  const ready = (): boolean => (cfg.webhookMode === 'off' || webhook !== undefined) && manager.ready();
+  const ready = (): boolean => replicaReady({ webhookRequired: cfg.webhookMode !== 'off', webhookServing: webhook !== undefined, cachesSynced: manager.ready() });
   const servers: HealthServer[] = [];
   const health = await startHealthServer(cfg.healthPort, { ready, role, registry: metrics.registry });
   servers.push(health);

@@ -10,6 +10,16 @@ export interface HealthSources {
   registry: Registry;
 }
 
+/**
+ * Whether a replica is Ready: its caches are synced and, unless the webhook is off, its admission webhook
+ * serves. Every replica, leader or standby, serves the webhook, and the webhook Service routes the API
+ * server's calls to Ready replicas only; with the webhook failing closed, a replica counted Ready before
+ * it serves would refuse tenants' creates.
+ */
+export function replicaReady(o: { webhookRequired: boolean; webhookServing: boolean; cachesSynced: boolean }): boolean {
+  return (!o.webhookRequired || o.webhookServing) && o.cachesSynced;
+}
+
 export interface HealthServer {
   url: string;
   port: number;

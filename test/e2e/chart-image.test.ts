@@ -234,6 +234,14 @@ test('the image archive reads back as the chart\'s default reference: user 65532
   assert.equal(config.Labels['io.cozystack.migration-controller.read-only-root-filesystem'], 'true');
   assert.equal(config.Labels['io.cozystack.migration-controller.run-as-non-root'], 'true');
   assert.equal(config.Labels['org.opencontainers.image.ref.name'], image);
+  // docker load: engines with OCI-layout support read index.json's io.containerd.image.name; older ones
+  // read Docker's manifest.json. Both name the chart's reference and point at blobs in the archive.
+  const listing = (await exec('tar', ['-tf', archive])).stdout.split('\n');
+  const index = JSON.parse((await exec('tar', ['-xOf', archive, 'index.json'])).stdout) as { manifests: Array<{ annotations: Record<string, string> }> };
+  assert.equal(index.manifests[0]!.annotations['io.containerd.image.name'], image);
+  const dockerManifest = JSON.parse((await exec('tar', ['-xOf', archive, 'manifest.json'])).stdout) as Array<{ Config: string; RepoTags: string[]; Layers: string[] }>;
+  assert.deepEqual(dockerManifest[0]!.RepoTags, [image]);
+  for (const blob of [dockerManifest[0]!.Config, ...dockerManifest[0]!.Layers]) assert.ok(listing.includes(blob), `${blob} is in the archive`);
   // Inside: the runtime the tests run on, the production dependencies and nothing else, and no file the
   // controller's user could change (checked without --read-only, so the image itself is what refuses).
   const probe = `
