@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import YAML from 'yaml';
 import { ControlPlane, REPO_ROOT, waitFor, writeKubeconfig } from './env/index.ts';
@@ -18,6 +18,7 @@ import { VALIDATING_WEBHOOK_GVR, MUTATING_WEBHOOK_GVR } from '../../src/webhook/
 import type { VMImportTask } from '../../src/api/types.ts';
 import { findKubectl } from '../../scripts/demo/tools.ts';
 import { SecretKeyring } from '../../src/credentials/keyring.ts';
+import { readmeOneLiner } from './fixtures.ts';
 
 /** The chart under test; MC_CHART_DIR points at a modified copy to try an RBAC change. */
 const CHART = process.env.MC_CHART_DIR || join(REPO_ROOT, 'charts/migration-controller');
@@ -94,7 +95,7 @@ test('helm install creates the CRDs (Established), the ServiceAccount and both w
   assert.ok((m.webhooks ?? []).length >= 1);
 });
 
-test("the controller, running with a token of the chart's ServiceAccount, imports a VM to Ready=True", async () => {
+test("the controller, running with a token of the chart's ServiceAccount, imports a VM to Ready=True, which the tenant waits for with the README's one-liner", async () => {
   // A token of the chart's ServiceAccount (TokenRequest), so the chart's RBAC judges every request.
   const tok = await kubectl(['create', 'token', SA, '-n', RELEASE_NS, '--duration=2h']);
   assert.equal(tok.code, 0, tok.stderr);
@@ -161,9 +162,12 @@ test("the controller, running with a token of the chart's ServiceAccount, import
   const t = await kubectl(['apply', '-f', '-'], { kubeconfig: tenantKubeconfig, input: JSON.stringify(task) });
   assert.equal(t.code, 0, `the tenant could not create a VMImportTask: ${t.stderr}`);
 
-  const wait = await exec(KUBECTL, ['--kubeconfig', tenantKubeconfig, 'wait', '--for=condition=Ready', '-n', TENANT_NS, 'vmimporttask/import', '--timeout=120s'], undefined, 130_000);
+  // The README's one-liner, as the tenant: waits for the end either way, exits 0 only on success.
+  const wait = await new Promise<{ code: number; stderr: string }>((res) => {
+    execFile('bash', ['-c', readmeOneLiner('import', '120s')], { timeout: 130_000, env: { ...process.env, KUBECONFIG: tenantKubeconfig, PATH: `${dirname(KUBECTL)}:${process.env.PATH}` } }, (err, _out, stderr) => res({ code: err ? 1 : 0, stderr: String(stderr) }));
+  });
   const got = (await admin.get(GVRs.VMImportTask, TENANT_NS, 'import')) as unknown as VMImportTask;
-  assert.equal(wait.code, 0, `kubectl wait failed: ${wait.stderr}\nstatus: ${JSON.stringify(got?.status, null, 1)}\ncontroller log (forbidden lines):\n${controllerLog.split('\n').filter((l) => /forbidden|403/i.test(l)).slice(-20).join('\n')}`);
+  assert.equal(wait.code, 0, `the README's wait one-liner failed: ${wait.stderr}\nstatus: ${JSON.stringify(got?.status, null, 1)}\ncontroller log (forbidden lines):\n${controllerLog.split('\n').filter((l) => /forbidden|403/i.test(l)).slice(-20).join('\n')}`);
   assert.equal(got.status?.phase, 'Succeeded');
   const vm = got.status!.vms![0]!;
   assert.equal(vm.name, 'app-07');

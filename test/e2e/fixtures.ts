@@ -5,7 +5,9 @@ import { createStorageClass, standInCRDs, startSim, type Sim, type SimOptions, t
 import { Rest } from '../sim/testing.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
-import { bindTenant, installOurCRDs, kubectl, testEnv, waitFor, type ControlPlaneInfo, type TenantAccess } from './env/index.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT, bindTenant, installOurCRDs, kubectl, testEnv, waitFor, type ControlPlaneInfo, type TenantAccess } from './env/index.ts';
 import { startController, type StartControllerOptions } from './controller.ts';
 import { adminClient } from './source-helpers.ts';
 
@@ -165,4 +167,18 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The README's wait-for-the-end one-liner (`kubectl wait --for=condition=Finished … && \` and its test
+ * line) for `task`, with `timeout`: tests run the documented text itself, in a shell whose KUBECONFIG
+ * context names the task's namespace.
+ */
+export function readmeOneLiner(task: string, timeout: string): string {
+  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+  const m = /^kubectl wait --for=condition=Finished .*\\\n.*$/m.exec(readme);
+  if (!m) throw new Error('the README shows no `kubectl wait --for=condition=Finished … && \\` one-liner');
+  const line = m[0].replaceAll('import-web-tier', task).replace(/--timeout=\S+/, `--timeout=${timeout}`);
+  if (line === m[0]) throw new Error('the README one-liner names no task to substitute');
+  return line;
 }

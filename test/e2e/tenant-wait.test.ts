@@ -4,15 +4,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { vcenter } from '../sim/index.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeObject } from '../../src/runtime/kube.ts';
 import { patchStatus } from '../../src/runtime/status.ts';
-import { REPO_ROOT, freshNamespace, kubectl, testEnv, waitFor, writeKubeconfig } from './env/index.ts';
-import { applyAs, bootWorld, tenantWithRole, type BootedWorld } from './fixtures.ts';
+import { freshNamespace, kubectl, testEnv, waitFor, writeKubeconfig } from './env/index.ts';
+import { applyAs, bootWorld, readmeOneLiner, tenantWithRole, type BootedWorld } from './fixtures.ts';
 
 const URL_VC = 'https://vcenter-wait.example.com/sdk';
 const world = vcenter({ url: URL_VC, vms: [{ id: 'vm-1', name: 'web01', disks: [{ capacityGiB: 2 }] }] });
@@ -21,16 +20,6 @@ let booted: BootedWorld;
 let ns: string;
 /** The tenant's kubeconfig with `ns` as its context namespace (the one-liner names none). */
 let tenantKC: string;
-
-/** The README's wait one-liner (two lines joined by `&& \`), for `task`, with a `timeout`. */
-function readmeOneLiner(task: string, timeout: string): string {
-  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-  const m = /^kubectl wait --for=condition=Finished .*\\\n.*$/m.exec(readme);
-  assert.ok(m, 'the README shows a `kubectl wait --for=condition=Finished … && \\` one-liner');
-  const line = m[0].replaceAll('import-web-tier', task).replace(/--timeout=\S+/, `--timeout=${timeout}`);
-  assert.notEqual(line, m[0]);
-  return line;
-}
 
 function sh(script: string, timeoutMs: number): Promise<{ code: number | string; stdout: string; stderr: string }> {
   return new Promise((res) => {
