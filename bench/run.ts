@@ -6,7 +6,7 @@
 //   npm run bench -- --only latency,scale --sizes 50,200,800 --repeats 5
 // Flags: --quick, --only <names>, --repeats <n> (startup, requests, latency), --objects <n> (startup/idle),
 // --sizes <list> and --timeout-minutes <n> (scale), --pv-sync-period <d>, --poll-interval-ms <n> (latency),
-// --idle-seconds <n>.
+// --idle-seconds <n>, --baseline <git ref> (webhook: that ref's webhook measured side by side).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,7 +32,7 @@ const all: Bench[] = [
 ];
 // The admission webhook's benchmark (its own file, its own flags through the environment).
 if (existsSync(join(REPO_ROOT, 'bench/webhook.ts'))) {
-  all.push({ name: 'webhook', file: 'bench/webhook.ts', flags: quick ? ['--quick'] : [], env: quick ? { BENCH_SECONDS: '2', BENCH_RATES: '50' } : {} });
+  all.push({ name: 'webhook', file: 'bench/webhook.ts', flags: [...(quick ? ['--quick'] : []), ...pass('baseline')], env: quick ? { BENCH_SECONDS: '2', BENCH_RATES: '50' } : {} });
 }
 
 const only = flags.get('only')?.split(',');
