@@ -126,3 +126,9 @@ test('the admission webhook answers every review of its benchmark', () => {
     assert.ok(r.inventoryCallsPerReview >= 0);
   }
 });
+
+test('a cache list by namespace and labels is measured for the indexed store and the previous one side by side', () => {
+  const f = figures<{ rows: Array<{ tasks: number; current: { usPerList: number }; baseline: { usPerList: number }; ratio: number }> }>('cache-index');
+  assert.deepEqual(f.rows.map((r) => r.tasks), [50, 200]);
+  for (const r of f.rows) assert.ok(r.current.usPerList > 0 && r.baseline.usPerList > 0 && Number.isFinite(r.ratio), JSON.stringify(r));
+});
