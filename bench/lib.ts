@@ -1,8 +1,8 @@
 // Shared harness of the benchmarks: a private control plane (audit log on), the simulated engine, the
 // controller as a child process measured through /proc, audit-log counting, results files.
 // Benchmarks print figures and write bench/results/<name>.json; nothing here asserts a timing.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, createWriteStream, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, createWriteStream, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -107,6 +107,26 @@ export function parseFlags(argv: string[]): Map<string, string> {
 export function numList(v: string | undefined, dflt: number[]): number[] {
   if (!v) return dflt;
   return v.split(',').map(Number).filter((n) => Number.isFinite(n) && n > 0);
+}
+
+/**
+ * The src/ of git ref `ref`, extracted once with `git archive` under .testenv/ (inside the repository,
+ * so its imports resolve to the same node_modules); returns the folder holding that src/. Benchmarks
+ * measure the code of an earlier commit side by side with the working tree this way.
+ */
+export function sourceOfRef(ref: string): string {
+  const rev = execFileSync('git', ['-C', REPO_ROOT, 'rev-parse', '--short', ref], { encoding: 'utf8' }).trim();
+  const dir = join(REPO_ROOT, '.testenv', `baseline-${rev}`);
+  if (!existsSync(join(dir, 'src'))) {
+    mkdirSync(dir, { recursive: true });
+    execFileSync('bash', ['-c', `git -C "${REPO_ROOT}" archive ${rev} src | tar -x -C "${dir}"`]);
+  }
+  return dir;
+}
+
+/** The short commit id of `ref`. */
+export function revOf(ref: string): string {
+  return execFileSync('git', ['-C', REPO_ROOT, 'rev-parse', '--short', ref], { encoding: 'utf8' }).trim();
 }
 
 // ---------------------------------------------------------------- /proc accounting
@@ -402,7 +422,11 @@ let ctlSeq = 0;
 export async function spawnController(env: BenchEnv, o: ControllerOptions = {}): Promise<ControllerProc> {
   const [hp, mp] = [await freePort(), await freePort()];
   const args = [
-    join(REPO_ROOT, 'src/main.ts'),
+    // Profiling the controller under a benchmark: BENCH_CONTROLLER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'
+    // (Node writes the profile when the controller exits on the benchmark's SIGTERM).
+    ...(process.env.BENCH_CONTROLLER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    // The controller of another git ref (side-by-side figures): BENCH_CONTROLLER_REF=main.
+    process.env.BENCH_CONTROLLER_REF ? join(sourceOfRef(process.env.BENCH_CONTROLLER_REF), 'src/main.ts') : join(REPO_ROOT, 'src/main.ts'),
     '--kubeconfig', env.cp.info.controller.kubeconfigPath,
     '--leader-elect=false',
     '--health-port', String(hp),

@@ -6,7 +6,7 @@
 //   npm run bench -- --only latency,scale --sizes 50,200,800 --repeats 5
 // Flags: --quick, --only <names>, --repeats <n> (startup, requests, latency), --objects <n> (startup/idle),
 // --sizes <list> and --timeout-minutes <n> (scale), --pv-sync-period <d>, --poll-interval-ms <n> (latency),
-// --idle-seconds <n>.
+// --idle-seconds <n>, --baseline <git ref> (webhook, cache-index: that ref's code measured side by side; default for cache-index: main).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,10 +29,12 @@ const all: Bench[] = [
   { name: 'requests', file: 'bench/requests.ts', flags: [...common, ...pass('repeats')] },
   { name: 'latency', file: 'bench/latency.ts', flags: [...common, ...pass('repeats', 'poll-interval-ms')] },
   { name: 'scale', file: 'bench/scale.ts', flags: [...common, ...pass('sizes', 'namespaces', 'timeout-minutes')] },
+  // Pure CPU, no control plane: the informer store's lists, side by side with main's (or --baseline's).
+  { name: 'cache-index', file: 'bench/cache-index.ts', flags: [...(quick ? ['--quick', '--sizes', '50,200', '--rounds', '1'] : []), ...pass('baseline')] },
 ];
 // The admission webhook's benchmark (its own file, its own flags through the environment).
 if (existsSync(join(REPO_ROOT, 'bench/webhook.ts'))) {
-  all.push({ name: 'webhook', file: 'bench/webhook.ts', flags: quick ? ['--quick'] : [], env: quick ? { BENCH_SECONDS: '2', BENCH_RATES: '50' } : {} });
+  all.push({ name: 'webhook', file: 'bench/webhook.ts', flags: [...(quick ? ['--quick'] : []), ...pass('baseline')], env: quick ? { BENCH_SECONDS: '2', BENCH_RATES: '50' } : {} });
 }
 
 const only = flags.get('only')?.split(',');

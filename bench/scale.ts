@@ -9,7 +9,7 @@
 // (--name: the results file, so a long size can be run on its own without replacing the others.)
 import { GVRs } from '../src/runtime/gvr.ts';
 import type { Informer } from '../src/runtime/informer.ts';
-import { diffCounts, isMain, log, metricBy, procStats, metricSum, mib, namespaceNames, numList, outcome, parseFlags, pool, round, spawnController, startEnv, taskObject, until, watchKind, writeResult, type BenchEnv } from './lib.ts';
+import { diffCounts, isMain, log, metricBy, procStats, metricSum, mib, namespaceNames, numList, outcome, parseFlags, pool, revOf, round, spawnController, startEnv, taskObject, until, watchKind, writeResult, type BenchEnv } from './lib.ts';
 
 export interface ScaleOptions {
   tasks: number;
@@ -210,11 +210,11 @@ if (isMain(import.meta)) {
       rows.push(r);
       log(`scale ${n}: all ended in ${r.wallSecondsToAllReady} s, CPU ${r.cpuSeconds} s, peak RSS ${r.peakRssMiB} MiB, max queue ${r.maxQueueDepth}, errors ${r.reconcileErrors}, failed ${r.failedTasks}`);
       // Written after every size: a long size interrupted later does not lose the ones already measured.
-      writeResult(flags.get('name') ?? 'scale', { sizes, namespaces, vmsPerTask: 2, pvSyncPeriod, simTickMs: SIM_TICK_MS, quick, complete: false }, { rows, growth: growth(rows) });
+      writeResult(flags.get('name') ?? 'scale', { sizes, namespaces, vmsPerTask: 2, pvSyncPeriod, simTickMs: SIM_TICK_MS, quick, controller: process.env.BENCH_CONTROLLER_REF ? revOf(process.env.BENCH_CONTROLLER_REF) : 'working tree', complete: false }, { rows, growth: growth(rows) });
     } finally {
       await env.stop();
     }
   }
   printScale(rows);
-  console.log(`  → ${writeResult(flags.get('name') ?? 'scale', { sizes, namespaces, vmsPerTask: 2, pvSyncPeriod, simTickMs: SIM_TICK_MS, quick, complete: true }, { rows, growth: growth(rows) })}`);
+  console.log(`  → ${writeResult(flags.get('name') ?? 'scale', { sizes, namespaces, vmsPerTask: 2, pvSyncPeriod, simTickMs: SIM_TICK_MS, quick, controller: process.env.BENCH_CONTROLLER_REF ? revOf(process.env.BENCH_CONTROLLER_REF) : 'working tree', complete: true }, { rows, growth: growth(rows) })}`);
 }

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { GVR } from './gvr.ts';
 import { isGone, type KubeClient, type KubeObject } from './kube.ts';
 import type { Cache } from './reconciler.ts';
+import { IndexedMap } from './indexer.ts';
 
 export interface InformerHandlers {
   add?(obj: KubeObject): void;
@@ -59,7 +60,8 @@ export function matchesLabels(obj: KubeObject, sel: Record<string, string> | und
 }
 
 export class Store<T extends KubeObject = KubeObject> implements Cache<T> {
-  readonly items = new Map<string, T>();
+  /** Indexed by namespace and by the label keys lists select on (src/runtime/indexer.ts). */
+  readonly items = new IndexedMap<T>();
   synced = false;
   /** The server-side selector the informer lists with: an object outside it is never in this store. */
   readonly labelSelector: string | undefined;
@@ -71,7 +73,9 @@ export class Store<T extends KubeObject = KubeObject> implements Cache<T> {
   }
   list(namespace?: string, labelSelector?: Record<string, string>): T[] {
     const out: T[] = [];
-    for (const o of this.items.values()) {
+    const keys = this.items.candidates(namespace, labelSelector);
+    const objs = keys ? [...keys].map((k) => this.items.get(k)!) : this.items.values();
+    for (const o of objs) {
       if (namespace && o.metadata?.namespace !== namespace) continue;
       if (!matchesLabels(o, labelSelector)) continue;
       out.push(o);

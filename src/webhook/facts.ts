@@ -113,10 +113,13 @@ export class FactsGatherer {
     this.o = { ...o, readTimeoutMs: o.readTimeoutMs ?? 1500, cacheTtlMs: o.cacheTtlMs ?? 5000, inventoryTtlMs: o.inventoryTtlMs ?? 30_000 };
   }
 
-  private async fact<T>(key: string, ttl: number, what: string, load: () => Promise<T>, fresh: boolean, flags: { cached: boolean }, cacheIf?: (v: T) => boolean): Promise<Fact<T>> {
+  /**
+   * `fresh`: true reads afresh; 'ttl' takes a cached answer only within its TTL (never a stale one);
+   * false also serves up to 6 TTLs stale while refreshing (denials are re-checked anyway).
+   */
+  private async fact<T>(key: string, ttl: number, what: string, load: () => Promise<T>, fresh: boolean | 'ttl', flags: { cached: boolean }, cacheIf?: (v: T) => boolean): Promise<Fact<T>> {
     try {
-      // Serve up to 6 TTLs stale while refreshing; denials are re-checked with fresh reads anyway.
-      const r = await this.cache.get(key, ttl, () => withTimeout(load(), this.o.readTimeoutMs, what), { fresh, cacheIf, staleMs: ttl * 6 });
+      const r = await this.cache.get(key, ttl, () => withTimeout(load(), this.o.readTimeoutMs, what), { fresh: fresh === true, cacheIf, staleMs: fresh ? 0 : ttl * 6 });
       if (r.cached) flags.cached = true;
       return { value: r.value };
     } catch (e) {
@@ -157,7 +160,12 @@ export class FactsGatherer {
       if (!providerUID) return { error: 'the source has not registered with Forklift yet (no status.provider.uid)' };
       const inv = this.o.inventory;
       const invTtl = this.o.inventoryTtlMs;
-      const hostsF = this.fact(`hosts/${providerUID}`, invTtl, 'listing inventory hosts', () => inv.listHosts(providerUID), fresh, flags);
+      // The inventory is not asked again when its cached answer is within its TTL, not even to re-check
+      // a denial: VMs' disks and hosts change on vCenter's time scale, and Forklift's inventory itself
+      // lags vCenter. Re-checks re-read the cluster objects (a class or quota just created) and only
+      // inventory answers older than the TTL. A VM the inventory did not know is never cached.
+      const invFresh = fresh ? 'ttl' : false;
+      const hostsF = this.fact(`hosts/${providerUID}`, invTtl, 'listing inventory hosts', () => inv.listHosts(providerUID), invFresh, flags);
       const vmFs = vmIds.map(async (id): Promise<[string, Fact<InventoryVM | null>]> => {
         const f = await this.fact<InventoryVM | null>(
           `vm/${providerUID}/${id}`,
@@ -171,7 +179,7 @@ export class FactsGatherer {
               throw e;
             }
           },
-          fresh,
+          invFresh,
           flags,
           (v) => v !== null,
         );

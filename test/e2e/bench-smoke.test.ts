@@ -118,10 +118,17 @@ test('tasks started at once all become Ready without a reconcile error, with CPU
 });
 
 test('the admission webhook answers every review of its benchmark', () => {
-  const f = JSON.parse(readFileSync(join(resultsDir, 'webhook.quick.json'), 'utf8')) as { results: Array<{ sent: number; ok: number; errors: number; errorReasons: Record<string, number> }> };
+  const f = JSON.parse(readFileSync(join(resultsDir, 'webhook.quick.json'), 'utf8')) as { results: Array<{ current: { sent: number; ok: number; errorReasons: Record<string, number>; inventoryCallsPerReview: number } }> };
   assert.ok(f.results.length >= 1);
-  for (const r of f.results) {
+  for (const { current: r } of f.results) {
     assert.ok(r.sent > 0);
     assert.equal(r.ok, r.sent, JSON.stringify(r.errorReasons));
+    assert.ok(r.inventoryCallsPerReview >= 0);
   }
+});
+
+test('a cache list by namespace and labels is measured for the indexed store and the previous one side by side', () => {
+  const f = figures<{ rows: Array<{ tasks: number; current: { usPerList: number }; baseline: { usPerList: number }; ratio: number }> }>('cache-index');
+  assert.deepEqual(f.rows.map((r) => r.tasks), [50, 200]);
+  for (const r of f.rows) assert.ok(r.current.usPerList > 0 && r.baseline.usPerList > 0 && Number.isFinite(r.ratio), JSON.stringify(r));
 });

@@ -28,12 +28,19 @@ const VMS: Record<string, InventoryVM> = {
   'vm-104': { name: 'legacy-app', host: 'host-9', disks: disks(1) },
   'vm-105': { name: 'archive', host: 'host-1', disks: disks(1, 10) },
 };
+// Inventory calls per provider, so a test can tell which reviews reached the inventory.
+const inventoryCalls: Record<string, number> = {};
+const counted = (providerUID: string): void => {
+  inventoryCalls[providerUID] = (inventoryCalls[providerUID] ?? 0) + 1;
+};
 const inventory: InventoryReader = {
   async getVM(providerUID, vmId) {
+    counted(providerUID);
     if (providerUID === 'p-flaky') throw new Error('connect ECONNREFUSED forklift-inventory');
-    return providerUID === 'p-lab' || providerUID === 'p-lab2' ? VMS[vmId] : undefined;
+    return ['p-lab', 'p-lab2', 'p-lab-fresh'].includes(providerUID) ? VMS[vmId] : undefined;
   },
   async listHosts(providerUID) {
+    counted(providerUID);
     if (providerUID === 'p-flaky') throw new Error('connect ECONNREFUSED forklift-inventory');
     // host-9 is advertised inside the Service CIDR (10.96.0.0/12): the trap the seed warns about.
     return [
@@ -125,6 +132,31 @@ test('a task naming a class that does not exist is refused', async () => {
   const m = denial(r.stderr);
   assert.match(m, /^spec\.storageClass: storage class "no-such-class" does not exist; storage classes that bind Immediate: /);
   assert.ok(m.includes(FAST), m);
+});
+
+test('a denial is re-checked against the cluster afresh, without asking the inventory again while its answer is fresh', async () => {
+  // The inventory's answers for vm-105 (and the hosts) come into the cache with an admitted task.
+  await createSource('lab-fresh', 'p-lab-fresh');
+  const fresh = (name: string, storageClass: string) => task(name, { sourceRef: { name: 'lab-fresh' }, storageClass, vms: [{ id: 'vm-105' }] });
+  const first = await applyAsTenant(fresh('fresh-ok', FAST));
+  assert.equal(first.code, 0, first.stderr);
+  const calls = inventoryCalls['p-lab-fresh'] ?? 0;
+  assert.ok(calls > 0, 'the first review read the inventory');
+  // A class that does not exist yet: denied after the re-check, and the inventory was not asked again.
+  const later = `wh-later-${id}`;
+  const denied = await applyAsTenant(fresh('fresh-denied', later));
+  assert.match(denial(denied.stderr), new RegExp(`storage class "${later}" does not exist`));
+  assert.equal(inventoryCalls['p-lab-fresh'], calls, 'no inventory call while its cached answer is fresh');
+  // The class appears: admitted at once (a cached class list that still misses it is read afresh by the
+  // re-check), again without an inventory call.
+  await client.create(GVRs.StorageClass, { metadata: { name: later }, provisioner: 'example.com/none', volumeBindingMode: 'Immediate', reclaimPolicy: 'Delete' } as KubeObject);
+  try {
+    const admitted = await applyAsTenant(fresh('fresh-denied', later));
+    assert.equal(admitted.code, 0, admitted.stderr);
+    assert.equal(inventoryCalls['p-lab-fresh'], calls);
+  } finally {
+    await client.delete(GVRs.StorageClass, undefined, later).catch(() => undefined);
+  }
 });
 
 test('with an empty storageClass the cluster default is checked: a WaitForFirstConsumer default is refused', async (t) => {
