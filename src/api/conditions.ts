@@ -24,6 +24,8 @@ export const SourceReason = {
   VDDKNotConfigured: 'VDDKNotConfigured',
   ForkliftNotInstalled: 'ForkliftNotInstalled',
   HostUnreachable: 'HostUnreachable',
+  /** spec.url or a host address is (or resolves to) a destination the platform's egress policy denies. */
+  AddressNotAllowed: 'AddressNotAllowed',
   Deleting: 'Deleting',
 } as const;
 export type SourceReason = (typeof SourceReason)[keyof typeof SourceReason];

@@ -28,6 +28,8 @@ export interface RunOptions {
   identity?: string;
   /** Key ring of sealed passwords (default: the Secret cfg.credentialsKeySecret in cfg.podNamespace). */
   keyring?: KeyringSource;
+  /** Host-name resolution for the egress policy (tests stand in for DNS). */
+  resolve?: (host: string) => Promise<string[]>;
 }
 
 export interface RunningController {
@@ -58,7 +60,7 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   const events = new KubeEventRecorder(client, 'migration-controller', log.child({ component: 'events' }));
   const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs });
   const keyring = opts.keyring ?? new SecretKeyring({ client, namespace: cfg.podNamespace, name: cfg.credentialsKeySecret });
-  for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics, keyring })) manager.register(r);
+  for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics, keyring, resolve: opts.resolve })) manager.register(r);
 
   let elector: LeaderElector | undefined;
   // The webhook is stateless and served by every replica, leader or standby.
