@@ -1,5 +1,6 @@
 // Controller configuration from flags and environment (flags win). Pure: parseConfig never touches the
 // network or the file system.
+import { parseEgressPolicy, type EgressPolicy } from './preflight/egress.ts';
 
 export interface ControllerConfig {
   /** Path of a kubeconfig; undefined → in-cluster configuration. */
@@ -41,6 +42,8 @@ export interface ControllerConfig {
   webhookCertDir: string;
   /** Secret in podNamespace holding the key ring that seals inline passwords (created when absent). */
   credentialsKeySecret: string;
+  /** Where sources may point (platform values EGRESS_ALLOWED_NETWORKS, EGRESS_DENIED_NETWORKS, EGRESS_DENIED_NAMES). */
+  egress: EgressPolicy;
   /** Namespace the controller runs in (Leases, the webhook Secret, the Service-CIDR probe). */
   podNamespace: string;
   logLevel: string;
@@ -152,6 +155,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
   const webhookMode = get('webhook-mode', 'WEBHOOK_CERT_MODE') || (inCluster ? 'selfManaged' : 'off');
   if (!['selfManaged', 'certManager', 'local', 'off'].includes(webhookMode)) throw new ConfigError(`--webhook-mode: unknown mode ${webhookMode}`);
   const podNamespace = env.POD_NAMESPACE || DEFAULT_CONTROLLER_NAMESPACE;
+  let egress: EgressPolicy;
+  try {
+    egress = parseEgressPolicy({ allowed: env.EGRESS_ALLOWED_NETWORKS, denied: env.EGRESS_DENIED_NETWORKS, deniedNames: env.EGRESS_DENIED_NAMES });
+  } catch (e) {
+    throw new ConfigError(`egress policy: ${(e as Error).message}`);
+  }
   return {
     kubeconfig,
     namespace: get('namespace', 'WATCH_NAMESPACE') ?? '',
@@ -173,6 +182,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     webhookMutatingConfiguration: env.WEBHOOK_MUTATING_CONFIGURATION || 'migration-controller-early',
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/etc/migration-controller/webhook-tls',
     credentialsKeySecret: env.CREDENTIALS_KEY_SECRET || 'migration-controller-credentials-key',
+    egress,
     podNamespace,
     logLevel,
     workers,

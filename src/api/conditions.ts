@@ -42,6 +42,8 @@ export const SourceReason = {
   /** The installed Plan CRD lacks a field every Plan relies on (src/forklift/features.ts). */
   ForkliftTooOld: 'ForkliftTooOld',
   HostUnreachable: 'HostUnreachable',
+  /** spec.url or a host address is (or resolves to) a destination the platform's egress policy denies. */
+  AddressNotAllowed: 'AddressNotAllowed',
   Deleting: 'Deleting',
 } as const;
 export type SourceReason = (typeof SourceReason)[keyof typeof SourceReason];

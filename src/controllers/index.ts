@@ -11,11 +11,13 @@ export interface ReconcilerDeps {
   metrics?: Metrics;
   /** Opens sealed passwords when projecting Forklift's Secrets. */
   keyring?: KeyringSource;
+  /** Host-name resolution for the egress policy (default: the system resolver). */
+  resolve?: (host: string) => Promise<string[]>;
 }
 
 export function buildReconcilers(cfg: ControllerConfig, deps: ReconcilerDeps = {}): Reconciler[] {
   return [
-    sourceReconciler(cfg, { sourceReady: deps.metrics?.sourceReady, keyring: deps.keyring }),
+    sourceReconciler(cfg, { sourceReady: deps.metrics?.sourceReady, keyring: deps.keyring, resolve: deps.resolve }),
     taskReconciler(cfg, { registry: deps.metrics?.registry }),
   ];
 }

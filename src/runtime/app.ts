@@ -31,6 +31,8 @@ export interface RunOptions {
   keyring?: KeyringSource;
   /** Watch timeouts and the half-open bound (tests shorten them). */
   watchLiveness?: WatchLiveness;
+  /** Host-name resolution for the egress policy (tests stand in for DNS). */
+  resolve?: (host: string) => Promise<string[]>;
 }
 
 export interface RunningController {
@@ -70,7 +72,7 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs, watchLiveness: opts.watchLiveness });
   // The credentials keyring serves the webhook too (every replica): it uses the unfenced client.
   const keyring = opts.keyring ?? new SecretKeyring({ client: webhookClient, namespace: cfg.podNamespace, name: cfg.credentialsKeySecret });
-  for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics, keyring })) manager.register(r);
+  for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics, keyring, resolve: opts.resolve })) manager.register(r);
 
   let elector: LeaderElector | undefined;
   // The webhook is stateless and served by every replica, leader or standby.

@@ -18,6 +18,7 @@ export const GVRs = {
   VMImportTask: g('forklift.cozystack.io', 'v1alpha1', 'vmimporttasks', 'VMImportTask'),
   // core
   Namespace: g('', 'v1', 'namespaces', 'Namespace', false),
+  Node: g('', 'v1', 'nodes', 'Node', false),
   Secret: g('', 'v1', 'secrets', 'Secret'),
   ConfigMap: g('', 'v1', 'configmaps', 'ConfigMap'),
   Event: g('', 'v1', 'events', 'Event'),

@@ -7,6 +7,8 @@ import type { ServiceCIDRResolver } from '../preflight/cidr.ts';
 import type { StorageClassLike } from '../preflight/storage.ts';
 import { asArray, asObject, asString, type Fact, type JsonObject } from './fields.ts';
 import type { SourceFacts } from './validate-source.ts';
+import { listPodCIDRs } from '../preflight/podcidr.ts';
+import type { EgressPolicy } from '../preflight/egress.ts';
 import type { InventoryHost, InventoryReader, InventoryVM, QuotaLike, TaskFacts } from './validate-task.ts';
 
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -134,8 +136,13 @@ export class FactsGatherer {
     );
   }
 
-  async sourceFacts(namespace: string, needCIDR: boolean): Promise<Gathered<SourceFacts>> {
-    return { facts: { serviceCIDRs: needCIDR ? await this.serviceCIDRs(namespace) : { value: undefined } }, usedCache: false };
+  async sourceFacts(namespace: string, needCIDR: boolean, egress?: EgressPolicy): Promise<Gathered<SourceFacts>> {
+    const flags = { cached: false };
+    const [serviceCIDRs, podCIDRs] = await Promise.all([
+      needCIDR ? this.serviceCIDRs(namespace) : Promise.resolve({ value: undefined }),
+      egress && needCIDR ? this.fact('podcidrs', this.o.cacheTtlMs, 'listing nodes', () => listPodCIDRs(this.o.client), false, flags) : Promise.resolve({ value: [] as string[] }),
+    ]);
+    return { facts: { serviceCIDRs, ...(egress ? { egress: { policy: egress, podCIDRs } } : {}) }, usedCache: flags.cached };
   }
 
   async taskFacts(namespace: string, task: JsonObject, fresh = false): Promise<Gathered<TaskFacts>> {

@@ -48,6 +48,7 @@ export async function startControllerWebhook(cfg: ControllerConfig, client: Kube
     client,
     certs,
     keyring,
+    egress: cfg.egress,
     inventory: defaultInventoryClient(cfg, client),
     serviceCIDR: cfg.serviceCIDR,
     probeNamespace: cfg.podNamespace,

@@ -12,6 +12,7 @@ import type { CertSource } from './certs.ts';
 import type { KeyringSource } from '../credentials/keyring.ts';
 import { sealSourcePasswords, sealedKidsIn } from './seal-source.ts';
 import { SARAccessChecker, type AccessChecker } from './access.ts';
+import { EMPTY_POLICY, type EgressPolicy } from '../preflight/egress.ts';
 import { secretRefsToCheck } from './validate-source.ts';
 import { PATHS } from './config.ts';
 import { FactsGatherer, withTimeout } from './facts.ts';
@@ -35,6 +36,8 @@ export interface WebhookServerOptions {
   certs: CertSource;
   /** Key ring sealing inline passwords on the mutating path (required: a password is never stored in plain text). */
   keyring: KeyringSource;
+  /** The platform's egress policy for sources (default: the built-in denials only). */
+  egress?: EgressPolicy;
   /** Judges the request's user (SubjectAccessReview by default). */
   access?: AccessChecker;
   inventory?: InventoryReader;
@@ -78,7 +81,7 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
     const namespace = req.namespace || asString(asObject(obj?.metadata)?.namespace) || '';
     if (isSourcePath) {
       const need = req.operation === 'CREATE' || req.operation === 'UPDATE' ? sourceNeedsServiceCIDR(obj) : false;
-      const { facts } = await gatherer.sourceFacts(namespace, need);
+      const { facts } = await gatherer.sourceFacts(namespace, need, o.egress ?? EMPTY_POLICY);
       const v = validateSource(req.operation, req.object, req.oldObject, facts);
       if (path !== PATHS.earlySource) {
         if (!v.allowed) return v;

@@ -9,6 +9,7 @@ import { installWebhookConfigurations, uninstallWebhookConfigurations } from './
 import { startWebhookServer, type WebhookServer } from './server.ts';
 import type { InventoryReader } from './validate-task.ts';
 import { StaticKeyring, type KeyringSource } from '../credentials/keyring.ts';
+import type { EgressPolicy } from '../preflight/egress.ts';
 
 export interface TestWebhook {
   server: WebhookServer;
@@ -29,6 +30,7 @@ export async function startTestWebhook(o: {
   inventory?: InventoryReader;
   /** Key ring sealing passwords (default: a fresh in-memory key). */
   keyring?: KeyringSource;
+  egress?: EgressPolicy;
   serviceCIDR?: string;
   certs?: CertSource;
   /** PEM the API server trusts; required with `certs`. */
@@ -56,6 +58,7 @@ export async function startTestWebhook(o: {
     client: o.client,
     certs,
     keyring: o.keyring ?? new StaticKeyring(),
+    egress: o.egress,
     inventory: o.inventory,
     serviceCIDR: o.serviceCIDR,
     logger: o.logger,

@@ -2,23 +2,47 @@
 // the async layer gathered (only the Service CIDR for a source).
 import { caCertProblem, caCertWarnings, tlsChoiceProblem } from '../preflight/tls.ts';
 import { ipInCIDR } from '../preflight/cidr.ts';
+import { checkHost, isIPLiteral, notAllowedMessage, type EgressPolicy } from '../preflight/egress.ts';
 import { verdict, type Verdict } from './review.ts';
 import { asArray, asObject, asString, at, factError, factValue, isDNSName, isIPAddress, nonEmpty, sameValue, show, type Fact } from './fields.ts';
 
 export interface SourceFacts {
   /** The cluster's Service CIDR(s); value undefined when no way of learning it worked. */
   serviceCIDRs: Fact<string[] | undefined>;
+  /** The egress policy and the nodes' pod CIDRs; absent → no egress checks (validator unit tests). */
+  egress?: { policy: EgressPolicy; podCIDRs: Fact<string[]> };
 }
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 
-/** Does this source need the Service CIDR (any host override given as an IP)? Saves a probe otherwise. */
+/** Does this source need the cluster's networks (the URL or a host override given as an IP)? Saves a probe otherwise. */
 export function sourceNeedsServiceCIDR(object: unknown): boolean {
-  const hosts = asArray(asObject(asObject(object)?.spec)?.hosts) ?? [];
-  return hosts.some((h) => {
-    const a = asString(asObject(h)?.address);
-    return a !== undefined && isIPAddress(a.trim());
-  });
+  const spec = asObject(asObject(object)?.spec);
+  const hosts = asArray(spec?.hosts) ?? [];
+  return (
+    (urlHost(spec?.url) !== undefined && isIPLiteral(urlHost(spec?.url)!)) ||
+    hosts.some((h) => {
+      const a = asString(asObject(h)?.address);
+      return a !== undefined && isIPAddress(a.trim());
+    })
+  );
+}
+
+function urlHost(u: unknown): string | undefined {
+  if (typeof u !== 'string') return undefined;
+  try {
+    return new URL(u.trim()).hostname.replace(/^\[|\]$/g, '') || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The egress rules for one destination field (spec.url's host, or a host override's address). */
+function checkEgress(field: string, host: string, facts: SourceFacts, problems: string[], skipServiceCIDR = false): void {
+  if (!facts.egress) return;
+  const serviceCIDRs = skipServiceCIDR ? [] : (factValue(facts.serviceCIDRs) ?? []);
+  const v = checkHost(host, facts.egress.policy, { serviceCIDRs, podCIDRs: factValue(facts.egress.podCIDRs) ?? [] });
+  if (!v.allowed) problems.push(notAllowedMessage(field, host, v.rule));
 }
 
 function checkCredentials(field: string, c: unknown, problems: string[], warnings: string[], who: 'vCenter' | 'ESXi'): void {
@@ -104,6 +128,8 @@ export function validateSource(operation: Operation, object: unknown, oldObject:
   if (!spec) return verdict(['spec is required: type, url and credentials'], []);
   if (spec.type !== 'vsphere') problems.push(`spec.type must be vsphere (got ${show(spec.type)}); only VMware vCenter is supported`);
   checkURL(spec.url, problems, warnings);
+  const host = urlHost(spec.url);
+  if (host && problems.length === 0) checkEgress('spec.url', host, facts, problems);
   checkCredentials('spec.credentials', spec.credentials, problems, warnings, 'vCenter');
 
   if (spec.hosts !== undefined) {
@@ -131,12 +157,17 @@ export function validateSource(operation: Operation, object: unknown, oldObject:
           problems.push(
             `${f}.address ${address} is inside the cluster's Service CIDR ${hit}: service routing would capture the transfer's traffic to it; give an address of the ESXi host outside ${hit}`,
           );
-        } else if (!cidrs && !cidrUnknownWarned) {
-          cidrUnknownWarned = true;
-          warnings.push(`could not learn the cluster's Service CIDR (${factError(facts.serviceCIDRs) ?? 'no method worked'}), so spec.hosts[].address was not checked against it`);
+        } else {
+          if (!cidrs && !cidrUnknownWarned) {
+            cidrUnknownWarned = true;
+            warnings.push(`could not learn the cluster's Service CIDR (${factError(facts.serviceCIDRs) ?? 'no method worked'}), so spec.hosts[].address was not checked against it`);
+          }
+          checkEgress(`${f}.address`, address, facts, problems, true);
         }
       } else if (!isDNSName(address)) {
         problems.push(`${f}.address ${show(address)} is neither an IP address nor a DNS name; give the bare address, without scheme, port or path`);
+      } else {
+        checkEgress(`${f}.address`, address, facts, problems);
       }
       checkCredentials(`${f}.credentials`, host.credentials, problems, warnings, 'ESXi');
     });

@@ -13,6 +13,8 @@ export interface StartControllerOptions {
   inventoryURL?: string;
   serviceCIDR?: string;
   extra?: Partial<ControllerConfig>;
+  /** Stands in for DNS (the egress policy resolves source host names). */
+  resolve?: (host: string) => Promise<string[]>;
 }
 
 export async function startController(opts: StartControllerOptions): Promise<{ stop(): Promise<void>; metricsURL: string }> {
@@ -34,6 +36,6 @@ export async function startController(opts: StartControllerOptions): Promise<{ s
   }
   // Quiet by default; MC_LOG_LEVEL=debug shows the controller's logs while a test runs.
   const logger = createLogger({ level: process.env.MC_LOG_LEVEL ?? 'warn' });
-  const ctl = await runController(cfg, { logger });
+  const ctl = await runController(cfg, { logger, resolve: opts.resolve });
   return { stop: () => ctl.stop(), metricsURL: ctl.metricsURL };
 }

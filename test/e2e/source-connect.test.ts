@@ -134,9 +134,10 @@ test('a Secret in the tenant namespace named like the one earlier versions proje
 test('a host override Forklift cannot reach makes the source HostUnreachable; a reachable one is Ready per host', async () => {
   const ns = await freshNamespace('src');
   const hostCreds = { username: 'root', password: world.hosts[0]!.password, insecureSkipVerify: true };
-  await createSource(c, ns, 'vc', spec({ hosts: [{ id: 'host-1', address: '10.96.0.50', credentials: hostCreds }] }));
+  // 192.0.2.52 is allowed by the egress policy but is not an address the simulated host answers on.
+  await createSource(c, ns, 'vc', spec({ hosts: [{ id: 'host-1', address: '192.0.2.52', credentials: hostCreds }] }));
   const s = await waitForReason(c, ns, 'vc', 'HostUnreachable');
-  assert.match(readyOf(s)!.message, /host-1 \(10\.96\.0\.50\)/);
+  assert.match(readyOf(s)!.message, /host-1 \(192\.0\.2\.52\)/);
   assert.equal(s.status?.hosts?.[0]?.ready, false);
   await c.patch(GVRs.VMImportSource, ns, 'vc', { spec: { hosts: [{ id: 'host-1', address: '192.0.2.51', credentials: hostCreds }] } });
   const ok = await waitForReason(c, ns, 'vc', 'Connected');

@@ -85,6 +85,7 @@ const BASE: Grant[] = [
   { scope: 'cluster', groups: 'storage.k8s.io', resources: 'storageclasses', verbs: 'get,list,watch', why: 'preflight: binding mode and reclaim policy of the class' },
   { scope: 'cluster', groups: '', resources: 'resourcequotas', verbs: 'get,list,watch', why: 'preflight: quota against twice the disk size' },
   { scope: 'cluster', groups: 'networking.k8s.io', resources: 'servicecidrs', verbs: 'get,list,watch', why: 'the Service CIDR without creating anything (Kubernetes 1.33+)' },
+  { scope: 'cluster', groups: '', resources: 'nodes', verbs: 'list', why: "egress policy: the nodes' pod CIDRs a source may not point into" },
   { scope: 'cluster', groups: '', resources: 'configmaps', verbs: 'create,delete,get,list,patch,update,watch', why: 'the inventory ConfigMap published per source' },
   { scope: 'cluster', groups: ',events.k8s.io', resources: 'events', verbs: 'create,list,patch', why: "Events on our objects; a stalled claim's quota Events explain a stall" },
   { scope: 'cluster', groups: 'apiextensions.k8s.io', resources: 'customresourcedefinitions', verbs: 'get,list,watch', why: 'which engines are installed' },

@@ -88,7 +88,7 @@ const ALL_ON = {
   logLevel: 'debug',
   webhook: { certificate: { mode: 'certManager' } },
   metrics: { stack: 'prometheusOperator', scrape: { enabled: true }, alerts: { enabled: true, runbookBaseURL: 'https://docs.example.com/operations' } },
-  networkPolicy: { enabled: true },
+  networkPolicy: { enabled: true, apiServerCIDRs: ['172.18.0.2/32'] },
   podDisruptionBudget: { enabled: true },
 };
 

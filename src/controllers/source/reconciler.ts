@@ -42,6 +42,10 @@ import { getCondition, patchStatus } from '../../runtime/status.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
 import { SealError, isSealed, sealedKid, unseal } from '../../credentials/seal.ts';
+import { lookup } from 'node:dns/promises';
+import { ServiceCIDRResolver } from '../../preflight/cidr.ts';
+import { checkAddress, checkName, isIPLiteral, notAllowedMessage, type ClusterNetworks } from '../../preflight/egress.ts';
+import { listPodCIDRs } from '../../preflight/podcidr.ts';
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
 
@@ -66,10 +70,13 @@ const REQUEUE_READY_MS = 5 * 60_000;
 // A foreign Secret going away or vCenter accepting the credentials again produces no event we watch
 // (foreign Secrets are outside our label-selected Secret watch): look again every 10 s.
 const REQUEUE_GATE_MS = 10_000;
-const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.AuthenticationFailed, SourceReason.HostUnreachable]);
+// AddressNotAllowed is re-judged as often: a DNS answer that changes back (or a policy change) is seen.
+const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.AuthenticationFailed, SourceReason.HostUnreachable, SourceReason.AddressNotAllowed]);
 // An upgrade of Forklift replaces its Plan CRD, which no watch of ours reports to a source: look again
 // every 15 s (one GET of one CRD), so a source gated on ForkliftTooOld connects soon after the upgrade.
 const REQUEUE_FORKLIFT_TOO_OLD_MS = 15_000;
+/** The nodes' pod CIDRs change when nodes join: a minute is fresh enough and keeps a node list off every reconcile. */
+const POD_CIDR_TTL_MS = 60_000;
 // The inventory could not be read (still loading, stale certificate): try again soon.
 const REQUEUE_INVENTORY_RETRY_MS = 5_000;
 
@@ -80,6 +87,8 @@ export interface SourceReconcilerDeps {
   sourceReady?: Gauge<'namespace' | 'source'>;
   /** Opens sealed passwords (enc:v1:…) to project Forklift's Secrets. */
   keyring?: KeyringSource;
+  /** Resolves a host name to its addresses (default: the system resolver, as Forklift's pods resolve). */
+  resolve?: (host: string) => Promise<string[]>;
 }
 
 /** The controller's own bearer token (kubeconfig token or in-cluster ServiceAccount token). */
@@ -145,6 +154,8 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
   // before our own ConnectionFailed write reaches the cache compares "Connected" against the cached
   // pre-fault copy, skips the write, and leaves the source reporting the fault until its 5-minute resync.
   const ownWrites = new Expectations();
+  let networks: ClusterNetworkSource | undefined;
+  const withNetworks = (ctx: ReconcileContext): SourceReconcilerDeps & { networks: ClusterNetworkSource } => ({ ...deps, networks: (networks ??= clusterNetworks(cfg, ctx.client)) });
   return {
     name: SOURCE_CONTROLLER,
     faultConditions: true,
@@ -155,7 +166,7 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
       // No watch on Secrets: the controller may not list or watch them (least privilege: a namespace's
       // Secrets are not ours to read). Ours are found by their deterministic names.
     ],
-    reconcile: (key, ctx) => reconcileSource(cfg, deps, key, ctx, ownWrites),
+    reconcile: (key, ctx) => reconcileSource(cfg, withNetworks(ctx), key, ctx, ownWrites),
   };
 }
 
@@ -181,7 +192,7 @@ function isWebhookAuthRejection(e: unknown): boolean {
   return e instanceof ApiError && e.code === 403 && /invalid credentials|credential/i.test(e.message);
 }
 
-async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps, key: ObjectKey, ctx: ReconcileContext, ownWrites: Expectations): Promise<Result> {
+async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps & { networks: ClusterNetworkSource }, key: ObjectKey, ctx: ReconcileContext, ownWrites: Expectations): Promise<Result> {
   // From the informer cache, never behind our own last write (see ownWrites).
   const src = (await ownWrites.get(ctx, GVRs.VMImportSource, key.namespace, key.name)) as unknown as VMImportSource | undefined;
   if (!src || src.metadata.deletionTimestamp) deps.sourceReady?.remove({ namespace: key.namespace, source: key.name });
@@ -225,7 +236,7 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
  * Materialises Secret, Providers, Hosts; returns a gate verdict when something prevents it. Fills
  * obs.provider and obs.hosts.
  */
-async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, stored: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
+async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & { networks: ClusterNetworkSource }, stored: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
   const src = stored;
   if (!cfg.vddkImage) {
     return {
@@ -249,7 +260,16 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps, st
   const ns = src.metadata.namespace!;
   const name = src.metadata.name!;
 
-  // 0. The passwords in plain text, in memory only: the Forklift Secrets below are their one destination.
+  // 0a. Where Forklift would connect, judged afresh on every pass (names resolved again): a destination
+  // the egress policy denies gets nothing created, and what an earlier pass created is withdrawn, so
+  // Forklift neither carries the credentials there nor reports back what it found.
+  const denied = await checkDestinations(cfg, deps, src, ctx);
+  if (denied) {
+    await withdraw(cfg, src, ctx);
+    return denied;
+  }
+
+  // 0b. The passwords in plain text, in memory only: the Forklift Secrets below are their one destination.
   const opened = await openCredentials(deps, stored, ctx);
   if ('gate' in opened) return opened.gate;
   const plain = opened.source;
@@ -356,6 +376,94 @@ async function openCredentials(deps: SourceReconcilerDeps, src: VMImportSource, 
     }
   }
   return { source: out };
+}
+
+interface ClusterNetworkSource {
+  get(): Promise<ClusterNetworks>;
+}
+
+/** The Service CIDR (probed in the controller's namespace only) and the nodes' pod CIDRs, cached. */
+function clusterNetworks(cfg: ControllerConfig, client: KubeClient): ClusterNetworkSource {
+  const cidr = new ServiceCIDRResolver(client, { override: cfg.serviceCIDR });
+  let pods: { at: number; value: string[] } | undefined;
+  return {
+    async get() {
+      const [svc, podCIDRs] = await Promise.all([
+        cidr.resolve(cfg.podNamespace).catch(() => undefined),
+        (async () => {
+          if (pods && Date.now() - pods.at < POD_CIDR_TTL_MS) return pods.value;
+          const value = await listPodCIDRs(client);
+          pods = { at: Date.now(), value };
+          return value;
+        })(),
+      ]);
+      return { serviceCIDRs: svc?.cidrs ?? [], podCIDRs };
+    },
+  };
+}
+
+async function systemResolve(host: string): Promise<string[]> {
+  return (await lookup(host, { all: true })).map((a) => a.address);
+}
+
+/**
+ * The first destination (spec.url's host, each host override's address) the egress policy denies, as a
+ * gate naming the field, the address and the rule. Names are resolved; a name that does not resolve
+ * here passes (Forklift cannot reach it either, and its error says only that).
+ */
+async function checkDestinations(cfg: ControllerConfig, deps: SourceReconcilerDeps & { networks: ClusterNetworkSource }, src: VMImportSource, ctx: ReconcileContext): Promise<SourceObservation['gate']> {
+  let urlHost: string | undefined;
+  try {
+    urlHost = new URL(src.spec.url).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    urlHost = undefined;
+  }
+  const targets = [...(urlHost ? [{ field: 'spec.url', host: urlHost }] : []), ...(src.spec.hosts ?? []).map((h, i) => ({ field: `spec.hosts[${i}].address`, host: h.address.trim() }))];
+  const cluster = await deps.networks.get();
+  const gate = (message: string) => ({ reason: SourceReason.AddressNotAllowed, message });
+  for (const t of targets) {
+    if (isIPLiteral(t.host)) {
+      const v = checkAddress(t.host, cfg.egress, cluster);
+      if (!v.allowed) return gate(notAllowedMessage(t.field, t.host, v.rule));
+      continue;
+    }
+    const n = checkName(t.host, cfg.egress);
+    if (!n.allowed) return gate(notAllowedMessage(t.field, t.host, n.rule));
+    let addresses: string[];
+    try {
+      addresses = await (deps.resolve ?? systemResolve)(t.host);
+    } catch (e) {
+      ctx.log.debug({ host: t.host, err: errMessage(e) }, 'destination does not resolve');
+      continue;
+    }
+    for (const a of addresses) {
+      const v = checkAddress(a, cfg.egress, cluster);
+      if (!v.allowed) return gate(notAllowedMessage(t.field, a, v.rule, t.host));
+    }
+  }
+  return undefined;
+}
+
+/** Removes the Providers, Hosts and projected Secrets of a source whose destination is no longer allowed. */
+async function withdraw(cfg: ControllerConfig, src: VMImportSource, ctx: ReconcileContext): Promise<void> {
+  const ns = src.metadata.namespace!;
+  const uid = src.metadata.uid!;
+  const hostIds = new Set((src.spec.hosts ?? []).map((h) => h.id));
+  for (const gvr of [GVRs.Host, GVRs.Provider]) {
+    const cache = ctx.cache(gvr);
+    for (const o of cache?.list(ns, { [LABEL_SOURCE_UID]: uid }) ?? []) {
+      const hostId = o.metadata?.labels?.[LABEL_HOST_ID];
+      if (hostId) hostIds.add(hostId);
+      ctx.log.info({ kind: gvr.kind, object: o.metadata?.name }, 'withdrawing: the destination is not allowed');
+      try {
+        await ctx.client.delete(gvr, ns, o.metadata!.name!, { uid: o.metadata?.uid });
+      } catch (e) {
+        if (!isNotFound(e)) throw e;
+      }
+    }
+  }
+  for (const id of hostIds) await deleteOwnSecret(ctx, cfg.podNamespace, hostSecretName(src, id), uid);
+  await deleteOwnSecret(ctx, cfg.podNamespace, credentialsSecretName(src), uid);
 }
 
 /** Publishes the inventory ConfigMap; false when the inventory could not be read (retry soon). */
