@@ -167,12 +167,16 @@ async function metric(r: Replica, name: string): Promise<number | undefined> {
   return line === undefined ? undefined : Number(line.split(' ')[1]);
 }
 
+// The review names a user who may read the tenant's imports (an administrator): the webhook puts facts about
+// a namespace (here, that its source does not exist) only into answers to such users.
+const REVIEWER = { username: 'e2e-admin', groups: ['system:masters', 'system:authenticated'] };
+
 /** An AdmissionReview sent straight to one replica, its certificate checked against the caBundle the API server uses. */
 function review(r: Replica, caPEM: string, object: object): Promise<{ allowed: boolean; message?: string }> {
   const body = JSON.stringify({
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
-    request: { uid: 'e2e-direct', kind: { group: 'forklift.cozystack.io', version: 'v1alpha1', kind: 'VMImportTask' }, resource: { group: 'forklift.cozystack.io', version: 'v1alpha1', resource: 'vmimporttasks' }, operation: 'CREATE', namespace: TENANT_NS, name: 'direct', userInfo: { username: 'e2e' }, object },
+    request: { uid: 'e2e-direct', kind: { group: 'forklift.cozystack.io', version: 'v1alpha1', kind: 'VMImportTask' }, resource: { group: 'forklift.cozystack.io', version: 'v1alpha1', resource: 'vmimporttasks' }, operation: 'CREATE', namespace: TENANT_NS, name: 'direct', userInfo: REVIEWER, object },
   });
   return new Promise((res, rej) => {
     const req = https.request({ host: hostIP, port: r.webhookPort, path: PATHS.validateTask, method: 'POST', ca: caPEM, servername: `${RELEASE}-webhook.${RELEASE_NS}.svc`, headers: { 'content-type': 'application/json' }, timeout: 10_000 }, (resp) => {
