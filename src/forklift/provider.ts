@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import {
   COZY_MANAGED_BY_VALUE,
   FORKLIFT_LABEL_PROVIDER_TYPE,
+  FORKLIFT_LABEL_RESOURCE,
   FORKLIFT_LABEL_RESOURCE_TYPE,
   LABEL_COZY_MANAGED_BY,
   LABEL_HOST_ID,
@@ -104,6 +105,19 @@ export function renderCredentialsSecret(src: VMImportSource): SecretObject {
   };
 }
 
+/**
+ * The Secret of one ESXi host override, as Forklift's Secret webhooks want it
+ * (kubev2v/forklift@v2.11.5:pkg/forklift-api/webhooks/validating-webhook/admitters/secret-admitter.go,
+ * validateHostSecret/testConnectionToHost):
+ * - label `createdForResource` = the host's inventory id: without it the Secret create is refused (400);
+ * - data `user` (refused without it) and `password`: the ESXi account;
+ * - data `provider` = the source Provider's name (same namespace) and `ip` = the address: the webhook logs
+ *   in at https://<ip>/sdk with them and refuses the Secret (403, the login error) when that fails. With
+ *   no Provider yet, or its inventory not loaded, the test is skipped and the Secret admitted.
+ * `insecureSkipVerify` is always written: without it the mutating webhook reads the Provider's Secret
+ * (…/mutating-webhook/mutators/secret-mutator.go, mutateHostSecret) and refuses the Secret while the
+ * Provider does not exist.
+ */
 export function renderHostSecret(src: VMImportSource, h: SourceHost): SecretObject {
   return {
     apiVersion: 'v1',
@@ -116,12 +130,13 @@ export function renderHostSecret(src: VMImportSource, h: SourceHost): SecretObje
         [LABEL_COZY_MANAGED_BY]: COZY_MANAGED_BY_VALUE,
         [LABEL_HOST_ID]: h.id,
         [FORKLIFT_LABEL_RESOURCE_TYPE]: 'hosts',
+        [FORKLIFT_LABEL_RESOURCE]: h.id,
         [FORKLIFT_LABEL_PROVIDER_TYPE]: 'vsphere',
       },
       ownerReferences: [sourceOwnerRef(src)],
     },
     type: 'Opaque',
-    data: credentialData(h.credentials),
+    data: { ...credentialData(h.credentials), provider: b64(sourceProviderName(src.metadata.name!)), ip: b64(h.address) },
   };
 }
 

@@ -145,7 +145,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     if (opts.forkliftInstalled !== false) await startForklift();
     inventory = new Inventory(ctx, () => forklift);
     await inventory.start();
-    webhook = new Webhook(ctx);
+    webhook = new Webhook(ctx, () => forklift);
     await webhook.start();
     // The API server picks webhook configurations up asynchronously: wait until a dry-run create is judged.
     const probeNs = ctx.forkliftNamespace;

@@ -39,6 +39,7 @@ import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
 import { getCondition, patchStatus } from '../../runtime/status.ts';
+import { heldBack, recordRejection, retryNote } from './credentials.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
@@ -64,7 +65,11 @@ const REQUEUE_READY_MS = 5 * 60_000;
 // A foreign Secret going away or vCenter accepting the credentials again produces no event we watch
 // (foreign Secrets are outside our label-selected Secret watch): look again every 10 s.
 const REQUEUE_GATE_MS = 10_000;
-const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.AuthenticationFailed, SourceReason.HostUnreachable]);
+// AuthenticationFailed from a refused Secret is not among them: see credentials.ts (retried on a spec
+// change or at status.credentialsRejected.retryAfter).
+const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.HostUnreachable]);
+/** Never requeue sooner than this for a held-back refusal (clock skew between replicas). */
+const MIN_HELD_REQUEUE_MS = 1_000;
 // The inventory could not be read (still loading, stale certificate): try again soon.
 const REQUEUE_INVENTORY_RETRY_MS = 5_000;
 
@@ -141,9 +146,33 @@ async function ensure(ctx: ReconcileContext, gvr: GVR, desired: KubeObject, cach
   return await ctx.client.replace(gvr, mergeDesired(desired, actual));
 }
 
-/** Forklift's Secret webhook refusing vCenter's 401: "403 Invalid credentials". */
-function isWebhookAuthRejection(e: unknown): boolean {
-  return e instanceof ApiError && e.code === 403 && /invalid credentials|credential/i.test(e.message);
+/**
+ * An admission webhook's refusal (the API server words it `admission webhook "<name>" denied the
+ * request: <message>`), as opposed to an RBAC 403 of the controller itself.
+ */
+export function isWebhookDenial(e: unknown, code: number): e is ApiError {
+  return e instanceof ApiError && e.code === code && /admission webhook .* denied the request/i.test(e.message);
+}
+
+/**
+ * Forklift's Secret webhook refusing a provider Secret whose connection test vCenter answered 401/400:
+ * 403 "Invalid credentials" (kubev2v/forklift@v2.11.5:pkg/forklift-api/webhooks/validating-webhook/admitters/secret-admitter.go,
+ * validateProviderSecret). Other connection-test failures (DNS, TLS) are admitted and reported later on
+ * the Provider's conditions.
+ */
+export function isWebhookAuthRejection(e: unknown): e is ApiError {
+  return isWebhookDenial(e, 403) && /invalid credentials/i.test(e.message);
+}
+
+function secretsOf(src: VMImportSource): string[] {
+  return [src.spec.credentials?.password, ...(src.spec.hosts ?? []).map((h) => h.credentials?.password)].filter((p): p is string => !!p);
+}
+
+/** `text` with every non-empty secret replaced: an engine's message must never carry a password. Pure. */
+export function redact(text: string, secrets: Array<string | undefined>): string {
+  let out = text;
+  for (const s of secrets) if (s) out = out.split(s).join('***');
+  return out;
 }
 
 async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps, key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
@@ -162,7 +191,9 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
   const obs: SourceObservation = { source: src, now: ctx.now() };
   let result: Result = {};
   obs.gate = await materialise(cfg, src, ctx, obs);
-  if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
+  if (obs.gate && obs.credentialsRejected) {
+    result = { requeueAfterMs: Math.max(MIN_HELD_REQUEUE_MS, Date.parse(obs.credentialsRejected.retryAfter) - obs.now.getTime()) };
+  } else if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
     result = { requeueAfterMs: REQUEUE_GATE_MS };
   } else if (!obs.gate) {
     const st = deriveSourceStatus(obs);
@@ -200,6 +231,19 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
   const ns = src.metadata.namespace!;
   const name = src.metadata.name!;
 
+  // 0. Credentials of this very spec were refused, and the backoff is not over: write nothing (every
+  //    Secret write is a login attempt), keep saying why.
+  const held = heldBack(src, obs.now);
+  const prevReady = getCondition(src.status?.conditions, CONDITION_READY);
+  if (held && prevReady?.reason === SourceReason.AuthenticationFailed) {
+    obs.credentialsRejected = held;
+    return { reason: SourceReason.AuthenticationFailed, message: prevReady.message };
+  }
+  const refused = (message: string): SourceObservation['gate'] => {
+    obs.credentialsRejected = recordRejection(src, obs.now);
+    return { reason: SourceReason.AuthenticationFailed, message: redact(message, secretsOf(src)) + retryNote(obs.credentialsRejected) };
+  };
+
   // 1. The credentials Secret: never overwrite a Secret that is not ours.
   const secretName = credentialsSecretName(name);
   const existing = await ctx.client.get<SecretObject>(GVRs.Secret, ns, secretName);
@@ -215,15 +259,25 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
   } catch (e) {
     if (isWebhookAuthRejection(e)) {
       const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
-      return { reason: SourceReason.AuthenticationFailed, message: `vCenter rejected the credentials.${sso} Forklift: ${(e as ApiError).message}` };
+      return refused(`vCenter rejected the credentials.${sso} Forklift refused the credentials Secret: ${e.message}`);
     }
     throw e;
   }
   const secretVersion = secret.metadata?.resourceVersion;
 
-  // 2. Host Secrets and Hosts, one per spec.hosts[] entry.
+  // 2. Providers.
+  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion), providers.get(ns, sourceProviderName(name)));
+  await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
+  // Report what the cache says (status written by Forklift), falling back to what we just wrote.
+  obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
+
+  // 3. Host Secrets, then Hosts, one per spec.hosts[] entry — once the Provider is Ready: Forklift's
+  // Secret webhook tests a host Secret's login only when the Provider it names has its inventory loaded
+  // (it looks the host up there), and admits it untested before. Written earlier, a wrong ESXi password
+  // would only show later on the Host, tested again and again by Forklift.
+  const providerReady = ((obs.provider?.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
   const hostSecretVersions: Record<string, string | undefined> = {};
-  for (const h of src.spec.hosts ?? []) {
+  for (const h of providerReady ? (src.spec.hosts ?? []) : []) {
     const desired = renderHostSecret(src, h);
     const cur = await ctx.client.get<SecretObject>(GVRs.Secret, ns, desired.metadata!.name!);
     if (cur && cur.metadata?.labels?.[LABEL_SOURCE_UID] !== src.metadata.uid && cur.metadata?.labels?.[LABEL_COZY_MANAGED_BY] !== COZY_MANAGED_BY_VALUE) {
@@ -232,22 +286,30 @@ async function materialise(cfg: ControllerConfig, src: VMImportSource, ctx: Reco
     try {
       hostSecretVersions[h.id] = (await ensure(ctx, GVRs.Secret, desired, cur)).metadata?.resourceVersion;
     } catch (e) {
-      if (isWebhookAuthRejection(e)) return { reason: SourceReason.HostUnreachable, message: `The ESXi host ${h.id} (${h.address}) rejected its credentials. Forklift: ${(e as ApiError).message}` };
+      // Forklift logs in to https://<address>/sdk with the host's credentials at the Secret's create or
+      // update and refuses it (403) with the login or connection error.
+      if (isWebhookDenial(e, 403) && /incorrect user name or password/i.test(e.message)) {
+        return refused(`The ESXi host ${h.id} (${h.address}) rejected its credentials (spec.hosts[].credentials). Forklift refused its Secret: ${e.message}`);
+      }
+      if (isWebhookDenial(e, 403)) {
+        return {
+          reason: SourceReason.HostUnreachable,
+          message: redact(`The ESXi host ${h.id} (${h.address}): Forklift could not connect to it with its credentials and refused its Secret: ${e.message}`, secretsOf(src)),
+        };
+      }
       throw e;
     }
   }
-
-  // 3. Providers.
-  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion), providers.get(ns, sourceProviderName(name)));
-  await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
-  // Report what the cache says (status written by Forklift), falling back to what we just wrote.
-  obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
 
   obs.hosts = {};
   const wanted = new Set<string>();
   for (const h of src.spec.hosts ?? []) {
     const hn = hostObjectName(name, h.id);
     wanted.add(hn);
+    if (!providerReady) {
+      obs.hosts[h.id] = hostsCache.get(ns, hn);
+      continue;
+    }
     const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id]), hostsCache.get(ns, hn));
     const cached = hostsCache.get(ns, hn);
     obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
