@@ -56,6 +56,8 @@ export const TaskReason = {
   VDDKNotConfigured: 'VDDKNotConfigured',
   EngineReportedSuccessWithoutOutput: 'EngineReportedSuccessWithoutOutput',
   OutputRejected: 'OutputRejected',
+  /** A VMDisk or VMInstance was accepted but its Helm release failed (the chart's message is kept). */
+  ReleaseFailed: 'ReleaseFailed',
   Canceled: 'Canceled',
   Failed: 'Failed',
   PartiallyFailed: 'PartiallyFailed',

@@ -33,6 +33,12 @@ export interface SimOptions {
   forkliftNamespace?: string;
   /** Fast-forward knobs; defaults are small (DEFAULT_TIMINGS). */
   timings?: Partial<SimTimings>;
+  /**
+   * The VirtualMachineClusterInstancetypes / -Preferences the cluster has, for the vm-instance chart's
+   * lookups. Undefined: every name exists (not checked).
+   */
+  instanceTypes?: string[];
+  instancePreferences?: string[];
 }
 
 export interface Sim {
@@ -100,6 +106,8 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     forkliftNamespace: opts.forkliftNamespace ?? 'cozy-forklift',
     stopping: false,
     timers: new Set(),
+    ...(opts.instanceTypes ? { instanceTypes: new Set(opts.instanceTypes) } : {}),
+    ...(opts.instancePreferences ? { instancePreferences: new Set(opts.instancePreferences) } : {}),
     inf: { secret: mk(R.Secret), pvc: mk(R.PVC), pv: mk(R.PV), sc: mk(R.StorageClass), dv: mk(R.DataVolume), vm: mk(R.VirtualMachine), vmdisk: mk(R.VMDisk), vminstance: mk(R.VMInstance) },
   };
   let forklift: Forklift | undefined;
