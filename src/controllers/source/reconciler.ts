@@ -16,7 +16,7 @@ import {
   credentialsSecretName,
   inventoryConfigMapName,
 } from '../../api/labels.ts';
-import { API_VERSION, KIND_SOURCE, type VMImportSource } from '../../api/types.ts';
+import { API_VERSION, KIND_SOURCE, type VMImportSource, type VMImportTask } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
 import { InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import {
@@ -38,8 +38,9 @@ import {
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
-import { getCondition, patchStatus } from '../../runtime/status.ts';
+import { getCondition, patchStatus, setCondition } from '../../runtime/status.ts';
 import { heldBack, recordRejection, retryNote } from './credentials.ts';
+import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
@@ -72,6 +73,8 @@ const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMis
 const MIN_HELD_REQUEUE_MS = 1_000;
 // The inventory could not be read (still loading, stale certificate): try again soon.
 const REQUEUE_INVENTORY_RETRY_MS = 5_000;
+// A deleting source held by tasks: a finishing task's event ends the wait; this only covers a missed one.
+const REQUEUE_DELETION_HELD_MS = 30_000;
 
 export interface SourceReconcilerDeps {
   /** Builds the inventory client (tests inject one). */
@@ -124,6 +127,11 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
       { gvr: GVRs.Host, map: mapToSource, labelSelector: managedSelector },
       // No watch on Secrets: the controller may not list or watch them (least privilege: a namespace's
       // Secrets are not ours to read). Ours are found by their deterministic names.
+      // Tasks, only for the events that can end a deleting source's wait for them (inuse.ts).
+      { gvr: GVRs.VMImportTask, map: (o) => {
+        const t = o as unknown as VMImportTask;
+        return holdMayEnd(t) && t.spec?.sourceRef?.name ? [{ namespace: o.metadata?.namespace ?? '', name: t.spec.sourceRef.name }] : [];
+      } },
     ],
     reconcile: (key, ctx) => reconcileSource(cfg, deps, key, ctx),
   };
@@ -397,6 +405,19 @@ async function finalize(src: VMImportSource, ctx: ReconcileContext): Promise<Res
   const uid = src.metadata.uid!;
   const mine = (o: KubeObject | undefined): boolean => o?.metadata?.labels?.[LABEL_SOURCE_UID] === uid || !!o?.metadata?.ownerReferences?.some((r) => r.uid === uid);
   const sel = `${LABEL_SOURCE_UID}=${uid}`;
+  // Tasks still importing over this source keep it (and its Providers): read live — deleting on a stale
+  // read would strand a running Plan on a Provider that is gone.
+  const tasks = (await ctx.client.list<KubeObject>(GVRs.VMImportTask, ns)).items as unknown as VMImportTask[];
+  const plans = ctx.installed(GVRs.Plan) ? (await ctx.client.list(GVRs.Plan, ns, { labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}` })).items : [];
+  const holders = tasksHoldingSource(name, tasks, plans);
+  if (holders.length) {
+    const message = `Deletion waits for ${holders.length === 1 ? 'the task' : 'the tasks'} still importing over this source: ${holders.join(', ')}. The Forklift Providers stay until ${holders.length === 1 ? 'it ends' : 'they end'}; delete a task to cancel it.`;
+    const conditions = setCondition(src.status?.conditions, { type: CONDITION_READY, status: 'False', reason: SourceReason.Deleting, message }, ctx.now(), src.metadata.generation);
+    const before = getCondition(src.status?.conditions, CONDITION_READY);
+    await patchStatus(ctx.client, GVRs.VMImportSource, src as unknown as KubeObject, { ...(src.status ?? {}), observedGeneration: src.metadata.generation, conditions });
+    if (before?.reason !== SourceReason.Deleting || before.message !== message) ctx.events.event(src as unknown as KubeObject, 'Normal', 'DeletionWaitsForTasks', message);
+    return { requeueAfterMs: REQUEUE_DELETION_HELD_MS };
+  }
   // Host Secrets are named after the host ids: those in the spec and those of the Hosts still present.
   const hostIds = new Set((src.spec.hosts ?? []).map((h) => h.id));
   for (const gvr of [GVRs.Host, GVRs.Provider]) {
