@@ -79,6 +79,8 @@ export const TaskReason = {
   OutputRejected: 'OutputRejected',
   /** A VMDisk the handoff created was deleted before the VM was finished: its volume is kept on Retain. */
   OutputDeleted: 'OutputDeleted',
+  /** A VMDisk or VMInstance was accepted but its Helm release failed (the chart's message is kept). */
+  ReleaseFailed: 'ReleaseFailed',
   Canceled: 'Canceled',
   Failed: 'Failed',
   PartiallyFailed: 'PartiallyFailed',

@@ -27,6 +27,12 @@ export const ANNOTATION_INVENTORY_TRUNCATED = `${GROUP}/inventory-truncated`;
 // Forklift's Secret webhooks only act on Secrets with these labels (docs/forklift-contract.md).
 export const FORKLIFT_LABEL_RESOURCE_TYPE = 'createdForResourceType';
 export const FORKLIFT_LABEL_PROVIDER_TYPE = 'createdForProviderType';
+/**
+ * On a Host Secret: the ESXi host's inventory id. Forklift's Secret webhook refuses a Secret labelled
+ * `createdForResourceType: hosts` without it, and looks the host up in the inventory by it for its
+ * connection test (kubev2v/forklift@v2.11.5:pkg/forklift-api/webhooks/validating-webhook/admitters/secret-admitter.go).
+ */
+export const FORKLIFT_LABEL_RESOURCE = 'createdForResource';
 
 // CDI adoption (docs/cozystack-contract.md, handoff step 4).
 export const CDI_POPULATED_FOR = 'cdi.kubevirt.io/storage.populatedFor';

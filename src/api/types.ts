@@ -92,8 +92,19 @@ export interface SourceHostStatus {
   message?: string;
 }
 
+/** Credentials Forklift refused at the Secret write (403): not presented again before retryAfter unless the spec changes. */
+export interface CredentialsRejection {
+  /** metadata.generation whose credentials were refused. */
+  generation: number;
+  /** Refusals of that generation in a row. */
+  attempts: number;
+  /** RFC 3339 time of the next attempt with the same spec. */
+  retryAfter: string;
+}
+
 export interface VMImportSourceStatus {
   observedGeneration?: number;
+  credentialsRejected?: CredentialsRejection;
   conditions?: Condition[];
   /** The Forklift source Provider's observed state. */
   provider?: {

@@ -44,6 +44,12 @@ test('no progress for the configured time is a stall; the message carries claim 
   assert.match(m, /host-10 at 10\.96\.0\.15/);
 });
 
+test('claim events that could not be read are said so in the stall message, never reported as no events', () => {
+  const m = stallMessage({ idleMs: 120_000, percent: 0, events: [], eventsError: 'the controller may not list events in namespace t (HTTP 403)' });
+  assert.match(m, /could not be read: the controller may not list events in namespace t \(HTTP 403\)/);
+  assert.doesNotMatch(m, /No events on the transfer claims/);
+});
+
 test('after a restart the stall clock counts from the progress time status recorded, and the rate carries on', () => {
   const recorded = { bytesDone: 300, bytesTotal: 1000, bytesPerSecond: 10, lastProgressTime: '2026-11-29T10:00:00Z' };
   const s = restoreSample(recorded)!;

@@ -107,7 +107,7 @@ const MAX_EVENTS = 5;
  * The VM's message when its transfer stalls: what the claims' events say (where a VDDK failure to reach
  * the ESXi host surfaces, and nowhere else) plus the host/Service-CIDR diagnosis.
  */
-export function stallMessage(o: { idleMs: number; percent: number; events: ClaimEventLike[]; hostDiagnosis?: string }): string {
+export function stallMessage(o: { idleMs: number; percent: number; events: ClaimEventLike[]; eventsError?: string; hostDiagnosis?: string }): string {
   const mins = Math.round(o.idleMs / 60000);
   const idle = mins >= 1 ? `${mins} min` : `${Math.round(o.idleMs / 1000)} s`;
   let msg = `transfer has made no progress for ${idle} (at ${o.percent}%).`;
@@ -117,6 +117,9 @@ export function stallMessage(o: { idleMs: number; percent: number; events: Claim
     .slice(0, MAX_EVENTS);
   if (evs.length) {
     msg += ` Claim events: ${evs.map((e) => `${e.involvedObject?.name ?? '?'}: ${e.reason ?? ''} ${e.message}`.replace(/\s+/g, ' ').trim()).join('; ')}.`;
+  } else if (o.eventsError) {
+    // Never "no events" when they could not be read: that would send the user looking in the wrong place.
+    msg += ` The transfer claims' events could not be read: ${o.eventsError}.`;
   } else {
     msg += ' No events on the transfer claims.';
   }

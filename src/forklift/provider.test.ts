@@ -80,6 +80,16 @@ test('a Host and its Secret per spec.hosts entry reference the source Provider a
   assert.equal(sec.metadata?.labels?.createdForResourceType, 'hosts');
 });
 
+test('a host Secret carries what Forklift\'s Secret webhook requires and tests: createdForResource = the host id, the Provider\'s name and the address', () => {
+  const s = src({ hosts: [{ id: 'host-10', address: '10.31.0.29', credentials: { username: 'root', password: 'esx', insecureSkipVerify: true } }] });
+  const sec = renderHostSecret(s, s.spec.hosts![0]!, 'cozy-migration-controller');
+  assert.equal(sec.metadata?.labels?.createdForResource, 'host-10');
+  assert.equal(dec(sec.data!.provider), sourceProviderName('vcenter-prod'));
+  assert.equal(dec(sec.data!.ip), '10.31.0.29');
+  // Present, so the mutating webhook never needs the Provider's Secret.
+  assert.equal(dec(sec.data!.insecureSkipVerify), 'true');
+});
+
 test('child names are deterministic DNS labels within 63 characters, distinct for distinct long sources', () => {
   const long = 'a'.repeat(60);
   const a = hostObjectName(long, 'host-10');

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import {
   COZY_MANAGED_BY_VALUE,
   FORKLIFT_LABEL_PROVIDER_TYPE,
+  FORKLIFT_LABEL_RESOURCE,
   FORKLIFT_LABEL_RESOURCE_TYPE,
   LABEL_COZY_MANAGED_BY,
   LABEL_HOST_ID,
@@ -124,6 +125,21 @@ export function renderCredentialsSecret(src: VMImportSource, secretsNamespace: s
   };
 }
 
+/**
+ * The Secret of one ESXi host override, as Forklift's Secret webhooks want it
+ * (kubev2v/forklift@v2.11.5:pkg/forklift-api/webhooks/validating-webhook/admitters/secret-admitter.go,
+ * validateHostSecret/testConnectionToHost):
+ * - label `createdForResource` = the host's inventory id: without it the Secret create is refused (400);
+ * - data `user` (refused without it) and `password`: the ESXi account;
+ * - data `provider` = the source Provider's name and `ip` = the address: the webhook looks that Provider up
+ *   in the Secret's own namespace and, when it finds it loaded, logs in at https://<ip>/sdk and refuses the
+ *   Secret (403, the login error) when that fails. Our Secrets live in the controller's namespace
+ *   (docs/security.md), where no Provider is found: the test is skipped there, the Secret admitted, and a
+ *   refused ESXi login surfaces through the Host's connection test instead.
+ * `insecureSkipVerify` is always written: without it the mutating webhook reads the Provider's Secret
+ * (…/mutating-webhook/mutators/secret-mutator.go, mutateHostSecret) and refuses the Secret while the
+ * Provider does not exist.
+ */
 export function renderHostSecret(src: VMImportSource, h: SourceHost, secretsNamespace: string): SecretObject {
   return {
     apiVersion: 'v1',
@@ -135,11 +151,12 @@ export function renderHostSecret(src: VMImportSource, h: SourceHost, secretsName
         ...projectedLabels(src),
         [LABEL_HOST_ID]: h.id,
         [FORKLIFT_LABEL_RESOURCE_TYPE]: 'hosts',
+        [FORKLIFT_LABEL_RESOURCE]: h.id,
         [FORKLIFT_LABEL_PROVIDER_TYPE]: 'vsphere',
       },
     },
     type: 'Opaque',
-    data: credentialData(h.credentials),
+    data: { ...credentialData(h.credentials), provider: b64(sourceProviderName(src.metadata.name!)), ip: b64(h.address) },
   };
 }
 

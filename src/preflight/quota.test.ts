@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { importBudgetBytes, parseQuantity, quotaProblem } from './quota.ts';
+import { importBudget, parseQuantity, quotaVerdict } from './quota.ts';
 
 const Gi = 2 ** 30;
 
@@ -19,22 +19,39 @@ test('Kubernetes quantities parse: binary, decimal, milli and exponent forms', (
   assert.ok(Number.isNaN(parseQuantity('10GB')));
 });
 
-test('the import budget is about 2.06 times the disks', () => {
-  assert.equal(importBudgetBytes([100 * Gi, 50 * Gi]), Math.ceil(150 * Gi * 2.06));
-  assert.equal(importBudgetBytes([]), 0);
+test('a VDDK import budgets no scratch volume: certainly each disk once plus one disk twice (the handoff), possibly each disk twice with overhead (CDI prime claims)', () => {
+  const b = importBudget([100 * Gi, 50 * Gi]);
+  assert.equal(b.certainBytes, 200 * Gi);
+  assert.equal(b.possibleBytes, 2 * Math.ceil(100 * Gi * 1.06) + 2 * Math.ceil(50 * Gi * 1.06));
+  assert.equal(b.certainClaims, 3);
+  assert.equal(b.possibleClaims, 4);
+  assert.deepEqual(importBudget([]), { certainBytes: 0, possibleBytes: 0, certainClaims: 0, possibleClaims: 0 });
+  // CDI rounds a request up to 1 MiB before anything else.
+  assert.equal(importBudget([1]).certainBytes, 2 * 2 ** 20);
 });
 
-test('a quota with room is no problem; one without names the quota, key and numbers', () => {
-  const quotas = [{ metadata: { name: 'tenant' }, spec: { hard: { 'requests.storage': '100Gi' } }, status: { hard: { 'requests.storage': '100Gi' }, used: { 'requests.storage': '20Gi' } } }];
-  assert.equal(quotaProblem(quotas, 'fast', 80 * Gi), undefined);
-  assert.equal(
-    quotaProblem(quotas, 'fast', importBudgetBytes([50 * Gi])),
-    'ResourceQuota "tenant" limits requests.storage to 100 GiB with 20.0 GiB used (80.0 GiB free), but the import needs about 103 GiB while it runs (each disk about twice: the target volume plus CDI\'s scratch volume)',
-  );
+const quota = (hard: Record<string, string>, used: Record<string, string> = {}) => [{ metadata: { name: 'tenant' }, spec: { hard }, status: { hard, used } }];
+
+test('a quota that certainly cannot hold the import fails it, naming the quota, key and numbers', () => {
+  const v = quotaVerdict(quota({ 'requests.storage': '100Gi' }, { 'requests.storage': '20Gi' }), 'fast', importBudget([50 * Gi]));
+  assert.equal(v.fail, 'ResourceQuota "tenant" limits requests.storage to 100 GiB with 20.0 GiB used (80.0 GiB free), but the import certainly needs 100 GiB at its peak (every disk\'s claim, plus one disk twice while its claim is handed over)');
+});
+
+test('a quota that holds the certain need but maybe not the prime claims is a warning, not a failure', () => {
+  // 101 GiB free for one 50 GiB disk: 100 GiB certain, up to 106 GiB with CDI's prime claim and overhead.
+  const v = quotaVerdict(quota({ 'requests.storage': '101Gi' }), 'fast', importBudget([50 * Gi]));
+  assert.equal(v.fail, undefined);
+  assert.match(v.warn ?? '', /may need up to 106 GiB/);
+  assert.deepEqual(quotaVerdict(quota({ 'requests.storage': '200Gi' }), 'fast', importBudget([50 * Gi])), {});
+});
+
+test('a claim-count quota is budgeted too: each disk, plus one for the handoff', () => {
+  assert.match(quotaVerdict(quota({ persistentvolumeclaims: '2' }), 'fast', importBudget([Gi, Gi])).fail ?? '', /limits persistentvolumeclaims to 2 .* certainly needs 3/);
+  assert.match(quotaVerdict(quota({ persistentvolumeclaims: '3' }), 'fast', importBudget([Gi, Gi])).warn ?? '', /may need up to 4/);
 });
 
 test('a per-class quota counts for the resolved class only', () => {
   const quotas = [{ metadata: { name: 'per-class' }, spec: { hard: { 'fast.storageclass.storage.k8s.io/requests.storage': '10Gi' } } }];
-  assert.match(quotaProblem(quotas, 'fast', 20 * Gi) ?? '', /limits fast.storageclass.storage.k8s.io\/requests.storage to 10.0 GiB with 0.00 GiB used/);
-  assert.equal(quotaProblem(quotas, 'slow', 20 * Gi), undefined);
+  assert.match(quotaVerdict(quotas, 'fast', importBudget([20 * Gi])).fail ?? '', /limits fast.storageclass.storage.k8s.io\/requests.storage to 10.0 GiB with 0.00 GiB used/);
+  assert.deepEqual(quotaVerdict(quotas, 'slow', importBudget([20 * Gi])), {});
 });

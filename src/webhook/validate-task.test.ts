@@ -78,13 +78,17 @@ test('a VM on a host advertised inside the Service CIDR is refused unless the so
   assert.equal(validateTask('CREATE', task({ vms: [{ id: 'vm-3' }] }), undefined, overridden).allowed, true);
 });
 
-test('a quota too small for about twice the disks warns with the numbers', () => {
+test('a quota that may not hold the import warns with the numbers; one that certainly cannot warns that the task will fail', () => {
   const quotas = { value: [{ metadata: { name: 'tenant' }, status: { hard: { 'requests.storage': '50Gi' }, used: { 'requests.storage': '0' } } }] };
   const v = validateTask('CREATE', task({ vms: [{ id: 'vm-2' }] }), undefined, facts({ quotas }));
   assert.equal(v.allowed, true);
   assert.deepEqual(v.warnings, [
-    'storage quota: ResourceQuota "tenant" limits requests.storage to 50.0 GiB with 0.00 GiB used (50.0 GiB free), but the import needs about 61.8 GiB while it runs (each disk about twice: the target volume plus CDI\'s scratch volume)',
+    'storage quota: ResourceQuota "tenant" limits requests.storage to 50.0 GiB with 0.00 GiB used (50.0 GiB free); the import may need up to 63.6 GiB at its peak (on a CSI class CDI fills each disk through a second claim of the same size, plus filesystem overhead)',
   ]);
+  const small = { value: [{ metadata: { name: 'tenant' }, status: { hard: { 'requests.storage': '30Gi' }, used: { 'requests.storage': '0' } } }] };
+  const w = validateTask('CREATE', task({ vms: [{ id: 'vm-2' }] }), undefined, facts({ quotas: small }));
+  assert.equal(w.allowed, true);
+  assert.match(w.warnings[0] ?? '', /certainly needs 40\.0 GiB .*the task will fail with QuotaExceeded unless the quota is raised first/);
 });
 
 test('sourceRef, vms, storageClass and networks are immutable; status-only and finalizer writes pass', () => {

@@ -5,7 +5,7 @@
 import { checkStorageClass, type StorageClassLike } from '../preflight/storage.ts';
 import { defaultVMName, isDNS1035Label, outputNameProblems } from '../preflight/names.ts';
 import { collisionMessage, hostAddressCollision } from '../preflight/cidr.ts';
-import { importBudgetBytes, quotaProblem } from '../preflight/quota.ts';
+import { importBudget, quotaVerdict } from '../preflight/quota.ts';
 import { verdict, type Verdict } from './review.ts';
 import { asArray, asObject, asString, factError, factValue, nonEmpty, sameValue, show, type Fact, type JsonObject } from './fields.ts';
 import type { Operation } from './validate-source.ts';
@@ -219,8 +219,9 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
   if (facts && inv && className && diskCapacities.length) {
     const quotas = factValue(facts.quotas);
     if (quotas) {
-      const q = quotaProblem(quotas, className, importBudgetBytes(diskCapacities));
-      if (q) warnings.push(`storage quota: ${q}`);
+      const q = quotaVerdict(quotas, className, importBudget(diskCapacities));
+      if (q.fail) warnings.push(`storage quota: ${q.fail}; the task will fail with QuotaExceeded unless the quota is raised first`);
+      else if (q.warn) warnings.push(`storage quota: ${q.warn}`);
     }
   }
   return verdict(problems, warnings);

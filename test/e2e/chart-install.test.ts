@@ -28,7 +28,17 @@ const TENANT_NS = 'tenant-chart';
 const SA = 'migration-controller';
 const URL_VC = 'https://vcenter-chart.example.com/sdk';
 const VDDK = 'registry.example.com/vddk:8.0.3';
-const world = vcenter({ url: URL_VC, vms: [{ id: 'vm-7', name: 'app-07', disks: [{ capacityGiB: 4 }, { capacityGiB: 2 }] }] });
+const world = vcenter({
+  url: URL_VC,
+  hosts: [{ id: 'host-1', address: '192.0.2.10' }, { id: 'host-2', address: '192.0.2.20', reachable: false }],
+  vms: [
+    { id: 'vm-7', name: 'app-07', disks: [{ capacityGiB: 4 }, { capacityGiB: 2 }] },
+    // On a host the importer cannot reach: its transfer stalls at 0% with the importer's events on the claims.
+    { id: 'vm-8', name: 'stuck-08', host: 'host-2', disks: [{ capacityGiB: 2 }] },
+  ],
+});
+/** The controller calls a transfer stalled after this many seconds without progress (the default is 10 min). */
+const STALL_SECONDS = '3';
 
 let cp: ControlPlane;
 let sim: Sim | undefined;
@@ -64,7 +74,8 @@ before(async () => {
   cp = await ControlPlane.start();
   admin = clientFor(cp.kubeconfigPath);
   await createStorageClass(cp.kubeconfigPath, { name: 'replicated', bindingMode: 'Immediate' });
-  sim = await startSim({ kubeconfigPath: cp.kubeconfigPath, worlds: [world] });
+  // The unreachable host fails its VM only after 60 s: the stall is diagnosed well before.
+  sim = await startSim({ kubeconfigPath: cp.kubeconfigPath, worlds: [world], timings: { unreachableFailMs: 60_000 } });
 });
 
 after(async () => {
@@ -130,7 +141,7 @@ test("the controller, running with a token of the chart's ServiceAccount, import
     '--leader-elect=true', '--lease-namespace', RELEASE_NS,
     '--inventory-url', sim!.inventory.url,
     '--log-level', 'info',
-  ], { env: { ...process.env, VDDK_IMAGE: VDDK, POD_NAMESPACE: RELEASE_NS }, stdio: ['ignore', 'pipe', 'pipe'] });
+  ], { env: { ...process.env, VDDK_IMAGE: VDDK, POD_NAMESPACE: RELEASE_NS, MC_TASK_STALL_AFTER_SECONDS: STALL_SECONDS }, stdio: ['ignore', 'pipe', 'pipe'] });
   controller.stdout!.setEncoding('utf8').on('data', (c: string) => (controllerLog += c));
   controller.stderr!.setEncoding('utf8').on('data', (c: string) => (controllerLog += c));
 
@@ -175,6 +186,19 @@ test("the controller, running with a token of the chart's ServiceAccount, import
   const inst = (await admin.get(GVRs.VMInstance, TENANT_NS, 'app-07')) as (KubeObject & { spec?: { runStrategy?: string } }) | undefined;
   assert.equal(inst?.spec?.runStrategy, 'Halted');
   // Nothing the controller did was refused by the API server.
+  assert.deepEqual(controllerLog.split('\n').filter((l) => /\bforbidden\b/i.test(l)), []);
+});
+
+test("a stalled transfer is diagnosed from its claims' events under the chart's RBAC (list on events), not reported as having none", async () => {
+  const task = { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 'stuck', namespace: TENANT_NS }, spec: { sourceRef: { name: 'vc' }, vms: [{ id: 'vm-8' }], storageClass: 'replicated' } };
+  const t = await kubectl(['apply', '-f', '-'], { kubeconfig: tenantKubeconfig, input: JSON.stringify(task) });
+  assert.equal(t.code, 0, t.stderr);
+  const v = await waitFor('the VM reported Stalled', async () => {
+    const x = ((await admin.get(GVRs.VMImportTask, TENANT_NS, 'stuck')) as unknown as VMImportTask | undefined)?.status?.vms?.[0];
+    return x?.reason === 'Stalled' ? x : undefined;
+  }, { timeoutMs: 60_000 });
+  assert.match(v.message!, /Claim events: .*Unable to connect to vddk data source/, v.message);
+  assert.doesNotMatch(v.message!, /could not be read|No events on the transfer claims/);
   assert.deepEqual(controllerLog.split('\n').filter((l) => /\bforbidden\b/i.test(l)), []);
 });
 

@@ -179,6 +179,21 @@ async function transferredVM(o: WorldOptions): Promise<World> {
   return { ns, className, task, spec, vmName, scaffoldName, pvs, transferClaims: claimNames, status: { id: vmId, name: vmName, phase: 'Creating' }, contentKey: CONTENT };
 }
 
+/**
+ * Cozystack's part, where the simulator does not run: each VMDisk's and VMInstance's Helm release deploys,
+ * reported as the aggregated API does (Ready/Released copied from the HelmRelease,
+ * cozystack/cozystack@v1.6.2:pkg/registry/apps/application/rest.go).
+ */
+async function playReleases(ns: string): Promise<void> {
+  const ready = [{ type: 'Ready', status: 'True', reason: 'InstallSucceeded', message: 'Helm install succeeded', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }];
+  for (const gvr of [GVRs.VMDisk, GVRs.VMInstance]) {
+    for (const o of (await client.list(gvr, ns)).items) {
+      if (((o.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? []).some((x) => x.type === 'Ready' && x.status === 'True')) continue;
+      await client.patch(gvr, ns, o.metadata!.name!, { status: { conditions: ready } }, 'merge', { subresource: 'status' }).catch(() => undefined);
+    }
+  }
+}
+
 /** CDI's part: a DataVolume named like a claim annotated populatedFor=<it> adopts the claim (no import). */
 async function playCDI(ns: string): Promise<void> {
   const dvs = (await client.list(GVRs.DataVolume, ns)).items;
@@ -250,7 +265,10 @@ async function runHandoff(w: World, o: RunOptions = {}): Promise<RunResult> {
       w.status = { ...w.status, disks: outcome.disks, ...(outcome.vmInstance ? { vmInstance: outcome.vmInstance } : {}) };
       await o.onOutcome?.(outcome, i);
       if (outcome.state !== 'progress') return { outcome, steps, crashed };
-      if (o.cdi !== false) await playCDI(w.ns);
+      if (o.cdi !== false) {
+        await playCDI(w.ns);
+        await playReleases(w.ns);
+      }
       // The controller's requeue, shortened: the loop polls faster than the real safety net.
       await new Promise((r) => setTimeout(r, Math.min(outcome.requeueAfterMs ?? 10, 10)));
     }

@@ -207,7 +207,7 @@ test('a VM on an ESXi host advertised inside the Service CIDR is refused with th
   assert.equal(ok.code, 0, ok.stderr);
 });
 
-test('a storage quota too small for about twice the disks is admitted with a warning giving the numbers', async () => {
+test('a storage quota that certainly cannot hold the import is admitted with a warning giving the numbers and the QuotaExceeded to come', async () => {
   await client.create(GVRs.ResourceQuota, { metadata: { name: 'small', namespace: ns }, spec: { hard: { 'requests.storage': '15Gi' } } } as KubeObject);
   try {
     const r = await waitFor('the quota to be seen', async () => {
@@ -216,7 +216,7 @@ test('a storage quota too small for about twice the disks is admitted with a war
     });
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(warnings(r.stderr), [
-      'storage quota: ResourceQuota "small" limits requests.storage to 15.0 GiB with 0.00 GiB used (15.0 GiB free), but the import needs about 20.6 GiB while it runs (each disk about twice: the target volume plus CDI\'s scratch volume)',
+      'storage quota: ResourceQuota "small" limits requests.storage to 15.0 GiB with 0.00 GiB used (15.0 GiB free), but the import certainly needs 20.0 GiB at its peak (every disk\'s claim, plus one disk twice while its claim is handed over); the task will fail with QuotaExceeded unless the quota is raised first',
     ]);
   } finally {
     await client.delete(GVRs.ResourceQuota, ns, 'small');

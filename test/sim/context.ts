@@ -70,6 +70,9 @@ export interface Ctx {
   transferStepName: string;
   /** Timers owned by the sim (cleared on stop so nothing keeps node --test alive). */
   timers: Set<NodeJS.Timeout>;
+  /** Cluster instance types / preferences the vm-instance chart can find; undefined: all (SimOptions). */
+  instanceTypes?: Set<string>;
+  instancePreferences?: Set<string>;
 }
 
 export function later(ctx: Ctx, ms: number, fn: () => void): void {

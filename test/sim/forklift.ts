@@ -741,6 +741,7 @@ export class Forklift {
     const [init, xfer, create] = st.pipeline as [StepState, StepState, StepState];
     const now = (): string => new Date().toISOString();
     const phase = async (p: string): Promise<void> => {
+      await this.holdWhileBlocked(run, signal);
       st.phase = p;
       this.markDirty(run);
       await sleep(ctx, ctx.timings.stepMs, signal);
@@ -882,6 +883,22 @@ export class Forklift {
     }
   }
 
+  /**
+   * A running Plan that gains a blocker condition (its source Provider deleted: SourceProviderNotValid)
+   * makes no further progress: Forklift's plan reconciler returns from execute() before running the
+   * migration while the Plan has a blocker, and only re-queues slowly
+   * (kubev2v/forklift@v2.11.5:pkg/controller/plan/controller.go, execute; pkg/controller/plan/validation.go,
+   * validate). Nothing fails or is cleaned up: the transfer simply hangs. True when it had to wait.
+   */
+  private async holdWhileBlocked(run: Run, signal: AbortSignal): Promise<boolean> {
+    let held = false;
+    while (blocking(this.planValidation.get(run.planKey) ?? [])) {
+      held = true;
+      await sleep(this.ctx, this.ctx.timings.tickMs, signal);
+    }
+    return held;
+  }
+
   private async patchDV(dv: Obj, status: Record<string, unknown>): Promise<void> {
     await this.ctx.rest.patch(R.DataVolume, dv.metadata.namespace, dv.metadata.name, { status }, 'status').catch((e) => {
       if (!notFound(e)) throw e;
@@ -901,6 +918,7 @@ export class Forklift {
     await this.patchDV(dv, { phase: 'ImportInProgress', progress: '0.00%' });
     while (done < totalMB) {
       await sleep(ctx, ctx.timings.tickMs, signal);
+      if (await this.holdWhileBlocked(run, signal)) last = Date.now();
       const t = Date.now();
       done = Math.min(totalMB, done + (ctx.mbPerSecond * (t - last)) / 1000);
       last = t;

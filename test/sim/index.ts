@@ -41,6 +41,12 @@ export interface SimOptions {
   transferStepName?: string;
   /** Fast-forward knobs; defaults are small (DEFAULT_TIMINGS). */
   timings?: Partial<SimTimings>;
+  /**
+   * The VirtualMachineClusterInstancetypes / -Preferences the cluster has, for the vm-instance chart's
+   * lookups. Undefined: every name exists (not checked).
+   */
+  instanceTypes?: string[];
+  instancePreferences?: string[];
 }
 
 export interface Sim {
@@ -132,6 +138,8 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     transferStepName: opts.transferStepName ?? 'DiskTransfer',
     stopping: false,
     timers: new Set(),
+    ...(opts.instanceTypes ? { instanceTypes: new Set(opts.instanceTypes) } : {}),
+    ...(opts.instancePreferences ? { instancePreferences: new Set(opts.instancePreferences) } : {}),
     inf: { secret: mk(R.Secret), pvc: mk(R.PVC), pv: mk(R.PV), sc: mk(R.StorageClass), dv: mk(R.DataVolume), vm: mk(R.VirtualMachine), vmdisk: mk(R.VMDisk), vminstance: mk(R.VMInstance) },
   };
   let forklift: Forklift | undefined;
@@ -177,7 +185,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     if (opts.forkliftInstalled !== false) await startForklift();
     inventory = new Inventory(ctx, () => forklift);
     await inventory.start();
-    webhook = new Webhook(ctx);
+    webhook = new Webhook(ctx, () => forklift);
     await webhook.start();
     // The API server picks webhook configurations up asynchronously: wait until a dry-run create is judged.
     const probeNs = ctx.forkliftNamespace;

@@ -3,7 +3,7 @@
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type CA, makeCA, makeServingCert } from './certs.ts';
+import { type CA, bundleVerifies, makeCA, makeServingCert } from './certs.ts';
 import type { Ctx } from './context.ts';
 import type { Forklift } from './forklift.ts';
 import { type Obj, R } from './rest.ts';
@@ -233,6 +233,11 @@ export function providerAdmission(p: Obj): string | undefined {
   return undefined;
 }
 
+type SecretLike = { metadata?: { labels?: Record<string, string> }; data?: Record<string, string>; stringData?: Record<string, string> };
+type Deny = { code: number; reason: string; message: string };
+/** Forklift's webhookutils.ToAdmissionResponseError: 400 with the error's text. */
+const bad = (message: string): Deny => ({ code: 400, reason: 'BadRequest', message });
+
 export class Webhook {
   private readonly ctx: Ctx;
   private readonly server: https.Server;
@@ -240,8 +245,11 @@ export class Webhook {
   readonly configName: string;
   private port = 0;
 
-  constructor(ctx: Ctx) {
+  private readonly forklift: () => Forklift | undefined;
+
+  constructor(ctx: Ctx, forklift: () => Forklift | undefined = () => undefined) {
     this.ctx = ctx;
+    this.forklift = forklift;
     this.ca = makeCA('sim-webhook CA');
     const cert = makeServingCert(this.ca, '127.0.0.1', { ips: ['127.0.0.1'] });
     this.server = https.createServer({ key: cert.keyPEM, cert: cert.certPEM }, (req, res) => {
@@ -272,11 +280,12 @@ export class Webhook {
       webhooks: [
         { name: 'validate.apps.cozystack.io', clientConfig: clientConfig('/apps'), rules: [{ apiGroups: ['apps.cozystack.io'], apiVersions: ['*'], operations: ['CREATE'], resources: ['vmdisks', 'vminstances'] }], ...common },
         {
-          // Forklift's Secret webhook: only for Secrets labelled for a vSphere provider; tests the credentials.
-          name: 'secrets.forklift.konveyor.io',
+          // Forklift's Secret webhook: every Secret carrying the label createdForResourceType, on create and
+          // update (kubev2v/forklift@v2.11.5:operator/roles/forkliftcontroller/templates/api/validatingwebhookconfiguration-secrets.yml.j2).
+          name: 'secrets.forklift.konveyor',
           clientConfig: clientConfig('/secrets'),
           rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['secrets'] }],
-          objectSelector: { matchLabels: { createdForResourceType: 'providers', createdForProviderType: 'vsphere' } },
+          objectSelector: { matchExpressions: [{ key: 'createdForResourceType', operator: 'Exists' }] },
           ...common,
         },
         { name: 'datavolume-validate.cdi.kubevirt.io', clientConfig: clientConfig('/datavolumes'), rules: [{ apiGroups: ['cdi.kubevirt.io'], apiVersions: ['*'], operations: ['CREATE'], resources: ['datavolumes'] }], ...common },
@@ -376,17 +385,68 @@ export class Webhook {
       // util.ToAdmissionResponseError: every refusal of these admitters is a 400 with the error's text.
       if (why) deny = { code: 400, reason: 'BadRequest', message: why };
     }
-    if (route === '/secrets' && this.ctx.inf.provider) {
-      const raw = (rq.object as { data?: Record<string, string>; stringData?: Record<string, string> });
-      const data: Record<string, string> = { ...Object.fromEntries(Object.entries(raw.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')])), ...(raw.stringData ?? {}) };
-      const world = data.url ? this.ctx.worlds.find((w) => sameUrl(w.url, data.url!)) : undefined;
-      // vCenter answers 401 to wrong credentials; Forklift turns it into a refused Secret.
-      if (world && (data.user !== world.fixture.user || data.password !== world.fixture.password)) deny = { code: 403, reason: 'Forbidden', message: 'Invalid credentials' };
-    }
+    if (route === '/secrets') deny = this.admitSecret(rq.namespace ?? '', rq.object as SecretLike);
     json(res, 200, {
       apiVersion: 'admission.k8s.io/v1',
       kind: 'AdmissionReview',
       response: { uid: rq.uid, allowed: !deny, ...(deny ? { status: { code: deny.code, reason: deny.reason, message: deny.message } } : {}) },
     });
+  }
+
+  /**
+   * Forklift's Secret admitter (kubev2v/forklift@v2.11.5:pkg/forklift-api/webhooks/validating-webhook/admitters/secret-admitter.go),
+   * by the value of createdForResourceType:
+   * - `providers`: no createdForProviderType → 400; `insecure` true with a `cacert` → 400; else the
+   *   provider connection test (…/controller/provider/container/vsphere/collector.go, Test/connect): only a
+   *   login vCenter answers "incorrect user name or password" (401) refuses the Secret, 403 "Invalid
+   *   credentials"; an unknown host name or a certificate that does not verify is admitted.
+   * - `hosts`: no createdForResource → 400; no `user` → 400; the Provider named by data `provider` (same
+   *   namespace) missing, its inventory not loaded or the host id not in it → admitted untested; else a
+   *   login at https://<data ip>/sdk (…/controller/plan/adapter/vsphere/host.go, TestConnection): its
+   *   error refuses the Secret with 403 and the error's text.
+   * - anything else: admitted.
+   */
+  private admitSecret(ns: string, obj: SecretLike): Deny | undefined {
+    // Forklift not installed yet: its webhook is not deployed either.
+    if (!this.forklift()) return undefined;
+    const labels = obj.metadata?.labels ?? {};
+    const data: Record<string, string> = { ...Object.fromEntries(Object.entries(obj.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')])), ...(obj.stringData ?? {}) };
+    const type = labels.createdForResourceType;
+    if (type === 'providers') {
+      const insecureRaw = data.insecure;
+      if (insecureRaw !== undefined && !/^(1|t|T|TRUE|true|True|0|f|F|FALSE|false|False)$/.test(insecureRaw)) return bad("invalid value for 'insecure' field");
+      if (data.cacert !== undefined && /^(1|t|T|TRUE|true|True)$/.test(insecureRaw ?? '')) return bad('received a request to add insecure provider with a CA certificate');
+      if (!labels.createdForProviderType) return bad("provider secret is labeled with 'createdForResourceType' but without 'createdForProviderType'");
+      if (labels.createdForProviderType !== 'vsphere') return undefined;
+      const world = data.url ? this.ctx.worlds.find((w) => sameUrl(w.url, data.url!)) : undefined;
+      if (!world) return undefined; // dial error: "Connection test failed, yet passing"
+      const insecure = data.insecureSkipVerify === 'true';
+      const ca = data['ca.crt'] ?? data.cacert;
+      if (!insecure && (!ca || !bundleVerifies(ca, world.fixture.certPEM))) return undefined; // TLS error: passing
+      if (data.user !== world.fixture.user || data.password !== world.fixture.password) {
+        world.loginFailed('vcenter');
+        return { code: 403, reason: 'Forbidden', message: 'Invalid credentials' };
+      }
+      return undefined;
+    }
+    if (type === 'hosts') {
+      const hostId = labels.createdForResource;
+      if (hostId === undefined) return bad("host secret is labeled with 'createdForResourceType' but without 'createdForResource'");
+      if (data.user === undefined) return bad('missing credentials on Host secret');
+      const provider = data.provider ? this.ctx.inf.provider?.get(ns, data.provider) : undefined;
+      const f = this.forklift();
+      if (!provider || !f || !f.inventoryLoaded(provider)) return undefined; // "Couldn't test connection to the host, yet passing"
+      const world = f.worldOf(provider);
+      const host = world?.host(hostId);
+      if (!world || !host) return undefined;
+      const ip = data.ip ?? '';
+      if (!world.reachable(host.id, ip)) return { code: 403, reason: 'Forbidden', message: `Post "https://${ip}/sdk": dial tcp ${ip}:443: connect: no route to host` };
+      if (data.user !== host.user || data.password !== host.password) {
+        world.loginFailed(host.id);
+        return { code: 403, reason: 'Forbidden', message: 'ServerFaultCode: Cannot complete login due to an incorrect user name or password.' };
+      }
+      return undefined;
+    }
+    return undefined;
   }
 }

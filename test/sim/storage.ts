@@ -9,6 +9,8 @@ import { VDDK_WAITING_MESSAGE } from './forklift.ts';
 import { type Obj, Queue, R, keyOf, notFound, conflict, HttpError } from './rest.ts';
 
 export const SIM_PROVISIONER = 'sim.cozystack.io/provisioner';
+/** The chart version the simulated releases report (Cozystack stamps the real one at build time). */
+export const SIM_CHART_VERSION = '0.12.0';
 export const POPULATED_FOR = 'cdi.kubevirt.io/storage.populatedFor';
 export const ALLOW_ADOPTION = 'cdi.kubevirt.io/allowClaimAdoption';
 const SELECTED_NODE = 'volume.kubernetes.io/selected-node';
@@ -216,7 +218,7 @@ export class Storage {
       if (!d) return;
       // packages/apps/vm-disk/templates/dv.yaml at v1.6.2: a DataVolume of the release's name that already exists
       // (pre-created by the handoff) keeps its spec verbatim.
-      if (this.ctx.inf.dv.get(ns, release) || (await this.ctx.rest.get(R.DataVolume, ns, release))) return;
+      if (this.ctx.inf.dv.get(ns, release) || (await this.ctx.rest.get(R.DataVolume, ns, release))) return await this.releaseStatus(R.VMDisk, d, 'vm-disk', release);
       const spec = d.spec ?? {};
       const src = spec.source ?? {};
       const source = src.http ? { http: { url: src.http.url } } : src.image ? { pvc: { name: `vm-default-images-${src.image.name}`, namespace: 'cozy-public' } } : src.upload ? { upload: {} } : src.disk ? { pvc: { name: `vm-disk-${src.disk.name}`, namespace: ns } } : { blank: {} };
@@ -235,7 +237,7 @@ export class Storage {
       }).catch((e) => {
         if (!(e instanceof HttpError && e.code === 409)) throw e;
       });
-      return;
+      return await this.releaseStatus(R.VMDisk, d, 'vm-disk', release);
     }
     const release = `vm-instance-${name}`;
     if (deleted) {
@@ -246,6 +248,15 @@ export class Storage {
     const inst = this.ctx.inf.vminstance.get(ns, name);
     if (!inst) return;
     const spec = inst.spec ?? {};
+    // The chart's own refusals, at template time: nothing is rendered and the install fails
+    // (cozystack/cozystack@v1.6.2:packages/apps/vm-instance/templates/vm.yaml, lines 1-8).
+    const chartError =
+      spec.instanceType && this.ctx.instanceTypes && !this.ctx.instanceTypes.has(spec.instanceType)
+        ? `execution error at (vm-instance/templates/vm.yaml:2:6): Specified instanceType does not exist in the cluster: ${spec.instanceType}`
+        : spec.instanceProfile && this.ctx.instancePreferences && !this.ctx.instancePreferences.has(spec.instanceProfile)
+          ? `execution error at (vm-instance/templates/vm.yaml:5:6): Specified instanceProfile does not exist in the cluster: ${spec.instanceProfile}`
+          : undefined;
+    if (chartError) return await this.releaseStatus(R.VMInstance, inst, 'vm-instance', release, chartError);
     const res = spec.resources ?? {};
     const disks = (spec.disks ?? []) as Array<{ name: string; bus?: string }>;
     const networks = ((spec.networks ?? spec.subnets ?? []) as Array<{ name?: string }>).filter((n) => n.name);
@@ -289,6 +300,34 @@ export class Storage {
       // helm upgrade
       await this.ctx.rest.replace(R.VirtualMachine, { ...existing, spec: body.spec });
     }
+    await this.releaseStatus(R.VMInstance, inst, 'vm-instance', release);
+  }
+
+  /**
+   * The application's status as Cozystack's aggregated API shows it: the HelmRelease's Ready and Released
+   * conditions copied, and status.version = its lastAttemptedRevision
+   * (cozystack/cozystack@v1.6.2:pkg/registry/apps/application/rest.go, convertHelmReleaseToApplication).
+   * A chart error fails the install: Flux's helm-controller reports Ready/Released False with reason
+   * InstallFailed and Helm's error in the message. Written once per outcome (its own update wakes this loop).
+   */
+  private async releaseStatus(res: typeof R.VMDisk, app: Obj, chart: string, release: string, chartError?: string): Promise<void> {
+    const ns = app.metadata.namespace;
+    const at = app.status?.conditions?.find((c: { type?: string }) => c.type === 'Ready')?.lastTransitionTime ?? new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const ok = !chartError;
+    const reason = ok ? 'InstallSucceeded' : 'InstallFailed';
+    const message = ok ? `Helm install succeeded for release ${ns}/${release}.v1 with chart ${chart}@${SIM_CHART_VERSION}` : `Helm install failed for release ${ns}/${release} with chart ${chart}@${SIM_CHART_VERSION}: ${chartError}`;
+    const status = {
+      version: SIM_CHART_VERSION,
+      conditions: [
+        { type: 'Ready', status: ok ? 'True' : 'False', reason, message, lastTransitionTime: at },
+        { type: 'Released', status: ok ? 'True' : 'False', reason, message, lastTransitionTime: at },
+      ],
+    };
+    const cur = app.status?.conditions?.find((c: { type?: string }) => c.type === 'Ready');
+    if (cur?.reason === reason && cur?.message === message) return;
+    await this.ctx.rest.patch(res, ns, app.metadata.name, { status }, 'status').catch((e) => {
+      if (!notFound(e)) throw e;
+    });
   }
 }
 

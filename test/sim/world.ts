@@ -210,6 +210,11 @@ export class World {
    * a Provider on this vCenter fails (ConnectionTestFailed, phase ConnectionFailed) until it is cleared.
    */
   connectionDown = false;
+  /**
+   * Failed logins Forklift made with wrong credentials, keyed `vcenter` or by host id: a real vCenter or
+   * ESXi host locks the account out after a few of them, so tests count them.
+   */
+  readonly failedLogins: Record<string, number> = {};
   constructor(f: WorldFixture) {
     this.fixture = structuredClone(f);
   }
@@ -221,6 +226,10 @@ export class World {
   }
   host(id: string): HostFixture | undefined {
     return this.fixture.hosts.find((h) => h.id === id);
+  }
+  /** Counts one failed login (see failedLogins). */
+  loginFailed(target: string): void {
+    this.failedLogins[target] = (this.failedLogins[target] ?? 0) + 1;
   }
   /** Whether disk traffic to `address` (of host `hostId`) reaches it. */
   reachable(hostId: string, address: string): boolean {

@@ -260,6 +260,8 @@ for (const [what, values] of VARIANTS) {
     assert.ok(grants(rules, 'cdi.kubevirt.io', 'datavolumes', 'create'));
     for (const verb of ['get', 'create', 'update']) assert.ok(grants(rules, 'coordination.k8s.io', 'leases', verb), `${verb} leases`);
     assert.ok(grants(rules, '', 'events', 'create'));
+    assert.ok(grants(rules, '', 'events', 'list'), 'the stall diagnosis lists the claims\' events');
+    assert.ok(!grants(rules, '', 'events', 'watch'), 'events are listed, never watched');
     assert.ok(grants(rules, '', 'persistentvolumes', 'patch'));
     assert.ok(!grants(rules, '', 'persistentvolumes', 'delete'), 'the handoff never deletes a volume');
     assert.ok(grants(rules, 'forklift.cozystack.io', 'vmimporttasks/status', 'patch'));

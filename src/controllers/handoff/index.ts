@@ -54,6 +54,7 @@ import {
   nextVMStep,
   type DiskObservation,
   type Markers,
+  type VMObservation,
 } from './plan.ts';
 import { DISK_DONE, DISK_STEPS, Step, type StepName } from './steps.ts';
 
@@ -100,6 +101,12 @@ const UNWATCHED_STEPS: ReadonlySet<StepName> = new Set([Step.CreateVMDisk, Step.
  * polls of the 800-task run were still most of the controller's reconciles.
  */
 export const WAIT_REQUEUE_MS = 5_000;
+
+/**
+ * While a VMDisk's or the VMInstance's Helm release deploys: nothing this controller watches reports it
+ * (the aggregated API is not watched), so look again at this pace — a release takes seconds to minutes.
+ */
+export const RELEASE_WAIT_REQUEUE_MS = 2_000;
 
 /** Test seam: called right after each step's API write (the crash-safety tests crash here). */
 export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void } = {};
@@ -556,9 +563,15 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   }
 
   // Every disk settled: the VMInstance, then the scaffolding VM goes.
-  const vmObs = { vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName), scaffoldingVM: input.forkliftVM };
+  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName), scaffoldingVM: input.forkliftVM };
+  // Once the VMInstance exists: its disks' releases too (read afresh: nothing watches the aggregated API).
+  if (vmObs.vmInstance) vmObs.vmDisks = await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.get(GVRs.VMDisk, ns, d.vmDisk) })));
   const va = nextVMStep(vmObs, m);
   if (va.type === 'fail') return failed(va.reason, va.message, out);
+  if (va.type === 'wait') {
+    log.debug(va.message);
+    return { state: 'progress', disks: out, vmInstance: input.vmName, message: va.message, requeueAfterMs: RELEASE_WAIT_REQUEUE_MS };
+  }
   if (va.type === 'done') return { state: 'done', disks: out, vmInstance: input.vmName };
   log.info({ step: va.step }, 'handoff step');
   if (va.step === Step.CreateVMInstance) {

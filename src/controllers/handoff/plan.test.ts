@@ -385,16 +385,43 @@ test('reclaim policy: the class’s, Delete when it names none or is gone', () =
   assert.equal(desiredReclaimPolicy(undefined), 'Delete');
 });
 
-test('VM steps: the VMInstance, then the scaffolding VM goes; a foreign VMInstance fails; a VM gone too early fails', () => {
-  const vmi = { metadata: { name: 'web', labels: ours() } };
+const deployed = { conditions: [{ type: 'Ready', status: 'True', reason: 'InstallSucceeded', message: 'Helm install succeeded' }, { type: 'Released', status: 'True', reason: 'InstallSucceeded', message: '' }] };
+
+test('VM steps: the VMInstance, then — once every release deployed — the scaffolding VM goes; a foreign VMInstance fails; a VM gone too early fails', () => {
+  const vmi = { metadata: { name: 'web', labels: ours() }, status: deployed };
+  const disks = [{ name: 'web-disk-0', object: { metadata: { name: 'web-disk-0' }, status: deployed } }];
   const scaffold = { metadata: { name: 'web', uid: 'vm-uid' } };
   assert.deepEqual(nextVMStep({ vmInstanceName: 'web', scaffoldingVM: scaffold }, M), { type: 'step', step: Step.CreateVMInstance });
-  assert.deepEqual(nextVMStep({ vmInstanceName: 'web', vmInstance: vmi, scaffoldingVM: scaffold }, M), { type: 'step', step: Step.DeleteScaffoldingVM });
-  assert.deepEqual(nextVMStep({ vmInstanceName: 'web', vmInstance: vmi, scaffoldingVM: { metadata: { ...scaffold.metadata, deletionTimestamp: 'now' } } }, M), { type: 'done' });
-  assert.deepEqual(nextVMStep({ vmInstanceName: 'web', vmInstance: vmi }, M), { type: 'done' });
+  assert.deepEqual(nextVMStep({ vmInstanceName: 'web', vmInstance: vmi, vmDisks: disks, scaffoldingVM: scaffold }, M), { type: 'step', step: Step.DeleteScaffoldingVM });
+  assert.deepEqual(nextVMStep({ vmInstanceName: 'web', vmInstance: vmi, vmDisks: disks, scaffoldingVM: { metadata: { ...scaffold.metadata, deletionTimestamp: 'now' } } }, M), { type: 'done' });
+  assert.deepEqual(nextVMStep({ vmInstanceName: 'web', vmInstance: vmi, vmDisks: disks }, M), { type: 'done' });
   const foreign = nextVMStep({ vmInstanceName: 'web', vmInstance: { metadata: { name: 'web' } }, scaffoldingVM: scaffold }, M);
   assert.equal((foreign as { reason: string }).reason, TaskReason.OutputExists);
   assert.equal(nextVMStep({ vmInstanceName: 'web' }, M).type, 'fail');
+});
+
+test('a VM is not done, and its scaffolding VM stays, while a VMDisk or the VMInstance release has not deployed', () => {
+  const scaffold = { metadata: { name: 'web', uid: 'vm-uid' } };
+  const installing = { conditions: [{ type: 'Ready', status: 'Unknown', reason: 'Progressing', message: "Running 'install' action with timeout of 5m0s" }] };
+  const vmi = { metadata: { name: 'web', labels: ours() }, status: deployed };
+  const a = nextVMStep({ vmInstanceName: 'web', vmInstance: { ...vmi, status: installing }, vmDisks: [{ name: 'web-disk-0', object: { metadata: {}, status: deployed } }], scaffoldingVM: scaffold }, M);
+  assert.equal(a.type, 'wait');
+  assert.match((a as { message: string }).message, /VMInstance web: Running 'install' action/);
+  const b = nextVMStep({ vmInstanceName: 'web', vmInstance: vmi, vmDisks: [{ name: 'web-disk-0', object: { metadata: {} } }] }, M);
+  assert.equal(b.type, 'wait', 'a VMDisk with no conditions yet is still on its way');
+});
+
+test("a release the chart failed fails the VM with the chart's message, keeping the scaffolding VM", () => {
+  const scaffold = { metadata: { name: 'web', uid: 'vm-uid' } };
+  const msg = 'Helm install failed for release t/vm-instance-web with chart vm-instance@0.1.0: execution error at (vm-instance/templates/vm.yaml:2:6): Specified instanceType does not exist in the cluster: u1.huge';
+  const failedRelease = { conditions: [{ type: 'Ready', status: 'False', reason: 'InstallFailed', message: msg }, { type: 'Released', status: 'False', reason: 'InstallFailed', message: msg }] };
+  const a = nextVMStep({ vmInstanceName: 'web', vmInstance: { metadata: { name: 'web', labels: ours() }, status: failedRelease }, vmDisks: [], scaffoldingVM: scaffold }, M);
+  assert.equal(a.type, 'fail');
+  assert.equal((a as { reason: string }).reason, TaskReason.ReleaseFailed);
+  assert.match((a as { message: string }).message, /Specified instanceType does not exist in the cluster: u1\.huge/);
+  const gone = nextVMStep({ vmInstanceName: 'web', vmInstance: { metadata: { name: 'web', labels: ours() }, status: deployed }, vmDisks: [{ name: 'web-disk-0', object: undefined }] }, M);
+  assert.equal(gone.type, 'fail');
+  assert.match((gone as { message: string }).message, /VMDisk web-disk-0/);
 });
 
 test('HANDOFF_STEPS lists every step once: the disk steps, then the VM steps', () => {

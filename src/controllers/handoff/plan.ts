@@ -3,6 +3,7 @@
 // controller's behaviour; each branch names the failure it prevents.
 import { ANNOTATION_BIND_REQUESTED, ANNOTATION_HANDOFF, HANDOFF_SETTLED } from '../../api/labels.ts';
 import { TaskReason } from '../../api/conditions.ts';
+import { releaseState } from '../../cozystack/release.ts';
 import { hasOutputMarkers, markedDiskIndex } from '../../cozystack/render.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
 import { Step, type StepName } from './steps.ts';
@@ -215,9 +216,11 @@ export interface VMObservation {
   vmInstanceName: string;
   vmInstance?: KubeObject;
   scaffoldingVM?: KubeObject;
+  /** Each disk's VMDisk as the aggregated API reports it now (undefined: gone); read once the VMInstance exists. */
+  vmDisks?: Array<{ name: string; object: KubeObject | undefined }>;
 }
 
-export type VMAction = { type: 'step'; step: StepName } | { type: 'fail'; reason: string; message: string } | { type: 'done' };
+export type VMAction = { type: 'step'; step: StepName } | { type: 'wait'; message: string } | { type: 'fail'; reason: string; message: string } | { type: 'done' };
 
 /** A VMInstance name taken by someone else fails the VM before any disk is touched. */
 export function foreignVMInstance(o: VMObservation, m: Markers): { reason: string; message: string } | undefined {
@@ -227,7 +230,12 @@ export function foreignVMInstance(o: VMObservation, m: Markers): { reason: strin
   return undefined;
 }
 
-/** The next VM-level step, once every disk is done. */
+/**
+ * The next VM-level step, once every disk is done: the VMInstance; then every VMDisk and the VMInstance
+ * deployed (their Helm releases — an object the API accepted can still fail in its chart, e.g. an
+ * instanceType the cluster does not have); only then the scaffolding VM goes. A VM is never reported
+ * imported while its outputs could still fail, and a failed release keeps the scaffolding VM.
+ */
 export function nextVMStep(o: VMObservation, m: Markers): VMAction {
   const foreign = foreignVMInstance(o, m);
   if (foreign) return { type: 'fail', ...foreign };
@@ -237,6 +245,14 @@ export function nextVMStep(o: VMObservation, m: Markers): VMAction {
     }
     return { type: 'step', step: Step.CreateVMInstance };
   }
+  const outputs: Array<[string, KubeObject | undefined]> = [...(o.vmDisks ?? []).map((d): [string, KubeObject | undefined] => [`VMDisk ${d.name}`, d.object]), [`VMInstance ${o.vmInstanceName}`, o.vmInstance]];
+  const pending: string[] = [];
+  for (const [what, obj] of outputs) {
+    const r = releaseState(obj);
+    if (r.state === 'failed') return { type: 'fail', reason: TaskReason.ReleaseFailed, message: `${what} did not deploy (${r.reason}): ${r.message}` };
+    if (r.state === 'pending') pending.push(`${what}: ${r.message}`);
+  }
+  if (pending.length) return { type: 'wait', message: `waiting for the releases to deploy — ${pending.join('; ')}` };
   if (o.scaffoldingVM && !deleting(o.scaffoldingVM)) return { type: 'step', step: Step.DeleteScaffoldingVM };
   return { type: 'done' };
 }

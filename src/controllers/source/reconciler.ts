@@ -13,7 +13,7 @@ import {
   MANAGED_BY_VALUE,
   inventoryConfigMapName,
 } from '../../api/labels.ts';
-import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource } from '../../api/types.ts';
+import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource, type VMImportTask } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
 import { PLAN_CRD_NAME, forkliftTooOldMessage, missingPlanFields } from '../../forklift/features.ts';
 import { CachedCA, InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
@@ -38,7 +38,9 @@ import { Expectations } from '../../runtime/expectations.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
-import { getCondition, patchStatus } from '../../runtime/status.ts';
+import { getCondition, patchStatus, setCondition } from '../../runtime/status.ts';
+import { heldBack, recordRejection, retryNote } from './credentials.ts';
+import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
 import { SealError, isSealed, sealedKid, unseal } from '../../credentials/seal.ts';
@@ -71,7 +73,11 @@ const REQUEUE_READY_MS = 5 * 60_000;
 // (foreign Secrets are outside our label-selected Secret watch): look again every 10 s.
 const REQUEUE_GATE_MS = 10_000;
 // AddressNotAllowed is re-judged as often: a DNS answer that changes back (or a policy change) is seen.
-const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.AuthenticationFailed, SourceReason.HostUnreachable, SourceReason.AddressNotAllowed]);
+// AuthenticationFailed from a refused Secret is not among them: see credentials.ts (retried on a spec
+// change or at status.credentialsRejected.retryAfter).
+const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.HostUnreachable, SourceReason.AddressNotAllowed]);
+/** Never requeue sooner than this for a held-back refusal (clock skew between replicas). */
+const MIN_HELD_REQUEUE_MS = 1_000;
 // An upgrade of Forklift replaces its Plan CRD, which no watch of ours reports to a source: look again
 // every 15 s (one GET of one CRD), so a source gated on ForkliftTooOld connects soon after the upgrade.
 const REQUEUE_FORKLIFT_TOO_OLD_MS = 15_000;
@@ -79,6 +85,8 @@ const REQUEUE_FORKLIFT_TOO_OLD_MS = 15_000;
 const POD_CIDR_TTL_MS = 60_000;
 // The inventory could not be read (still loading, stale certificate): try again soon.
 const REQUEUE_INVENTORY_RETRY_MS = 5_000;
+// A deleting source held by tasks: a finishing task's event ends the wait; this only covers a missed one.
+const REQUEUE_DELETION_HELD_MS = 30_000;
 
 export interface SourceReconcilerDeps {
   /** Builds the inventory client (tests inject one). */
@@ -165,6 +173,11 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
       { gvr: GVRs.Host, map: mapToSource, labelSelector: managedSelector },
       // No watch on Secrets: the controller may not list or watch them (least privilege: a namespace's
       // Secrets are not ours to read). Ours are found by their deterministic names.
+      // Tasks, only for the events that can end a deleting source's wait for them (inuse.ts).
+      { gvr: GVRs.VMImportTask, map: (o) => {
+        const t = o as unknown as VMImportTask;
+        return holdMayEnd(t) && t.spec?.sourceRef?.name ? [{ namespace: o.metadata?.namespace ?? '', name: t.spec.sourceRef.name }] : [];
+      } },
     ],
     reconcile: (key, ctx) => reconcileSource(cfg, withNetworks(ctx), key, ctx, ownWrites),
   };
@@ -187,9 +200,33 @@ async function ensure(ctx: ReconcileContext, gvr: GVR, desired: KubeObject, cach
   return await ctx.client.replace(gvr, mergeDesired(desired, actual));
 }
 
-/** Forklift's Secret webhook refusing vCenter's 401: "403 Invalid credentials". */
-function isWebhookAuthRejection(e: unknown): boolean {
-  return e instanceof ApiError && e.code === 403 && /invalid credentials|credential/i.test(e.message);
+/**
+ * An admission webhook's refusal (the API server words it `admission webhook "<name>" denied the
+ * request: <message>`), as opposed to an RBAC 403 of the controller itself.
+ */
+export function isWebhookDenial(e: unknown, code: number): e is ApiError {
+  return e instanceof ApiError && e.code === code && /admission webhook .* denied the request/i.test(e.message);
+}
+
+/**
+ * Forklift's Secret webhook refusing a provider Secret whose connection test vCenter answered 401/400:
+ * 403 "Invalid credentials" (kubev2v/forklift@v2.11.5:pkg/forklift-api/webhooks/validating-webhook/admitters/secret-admitter.go,
+ * validateProviderSecret). Other connection-test failures (DNS, TLS) are admitted and reported later on
+ * the Provider's conditions.
+ */
+export function isWebhookAuthRejection(e: unknown): e is ApiError {
+  return isWebhookDenial(e, 403) && /invalid credentials/i.test(e.message);
+}
+
+function secretsOf(src: VMImportSource): string[] {
+  return [src.spec.credentials?.password, ...(src.spec.hosts ?? []).map((h) => h.credentials?.password)].filter((p): p is string => !!p);
+}
+
+/** `text` with every non-empty secret replaced: an engine's message must never carry a password. Pure. */
+export function redact(text: string, secrets: Array<string | undefined>): string {
+  let out = text;
+  for (const s of secrets) if (s) out = out.split(s).join('***');
+  return out;
 }
 
 async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps & { networks: ClusterNetworkSource }, key: ObjectKey, ctx: ReconcileContext, ownWrites: Expectations): Promise<Result> {
@@ -215,7 +252,9 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
   const obs: SourceObservation = { source: src, now: ctx.now() };
   let result: Result = {};
   obs.gate = await materialise(cfg, deps, src, ctx, obs);
-  if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
+  if (obs.gate && obs.credentialsRejected) {
+    result = { requeueAfterMs: Math.max(MIN_HELD_REQUEUE_MS, Date.parse(obs.credentialsRejected.retryAfter) - obs.now.getTime()) };
+  } else if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
     result = { requeueAfterMs: REQUEUE_GATE_MS };
   } else if (obs.gate?.reason === SourceReason.ForkliftTooOld) {
     result = { requeueAfterMs: REQUEUE_FORKLIFT_TOO_OLD_MS };
@@ -269,10 +308,23 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
     return denied;
   }
 
-  // 0b. The passwords in plain text, in memory only: the Forklift Secrets below are their one destination.
+  // 0b. Credentials of this very spec were refused, and the backoff is not over: write nothing (every
+  //     Secret write is a login attempt), keep saying why.
+  const held = heldBack(src, obs.now);
+  const prevReady = getCondition(src.status?.conditions, CONDITION_READY);
+  if (held && prevReady?.reason === SourceReason.AuthenticationFailed) {
+    obs.credentialsRejected = held;
+    return { reason: SourceReason.AuthenticationFailed, message: prevReady.message };
+  }
+
+  // 0c. The passwords in plain text, in memory only: the Forklift Secrets below are their one destination.
   const opened = await openCredentials(deps, stored, ctx);
   if ('gate' in opened) return opened.gate;
   const plain = opened.source;
+  const refused = (message: string): SourceObservation['gate'] => {
+    obs.credentialsRejected = recordRejection(src, obs.now);
+    return { reason: SourceReason.AuthenticationFailed, message: redact(message, secretsOf(plain)) + retryNote(obs.credentialsRejected) };
+  };
 
   // 1. The credentials Secret, in the controller's own namespace: no tenant can create, read or replace
   // it there, and the controller needs no access to Secrets in tenant namespaces.
@@ -284,36 +336,54 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   } catch (e) {
     if (isWebhookAuthRejection(e)) {
       const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
-      return { reason: SourceReason.AuthenticationFailed, message: `vCenter rejected the credentials.${sso} Forklift: ${(e as ApiError).message}` };
+      return refused(`vCenter rejected the credentials.${sso} Forklift refused the credentials Secret: ${e.message}`);
     }
     throw e;
   }
   const secretVersion = secret.metadata?.resourceVersion;
 
-  // 2. Host Secrets and Hosts, one per spec.hosts[] entry.
+  // 2. Providers.
+  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), providers.get(ns, sourceProviderName(name)));
+  await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
+  // Report what the cache says (status written by Forklift), falling back to what we just wrote.
+  obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
+
+  // 3. Host Secrets, then Hosts, one per spec.hosts[] entry — once the Provider is Ready: Forklift's
+  // Secret webhook tests a host Secret's login only when the Provider it names has its inventory loaded
+  // (it looks the host up there), and admits it untested before. Written earlier, a wrong ESXi password
+  // would only show later on the Host, tested again and again by Forklift.
+  const providerReady = ((obs.provider?.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
   const hostSecretVersions: Record<string, string | undefined> = {};
-  for (const h of plain.spec.hosts ?? []) {
+  for (const h of providerReady ? (plain.spec.hosts ?? []) : []) {
     const desired = renderHostSecret(plain, h, secretsNs);
     const cur = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, desired.metadata!.name!);
     try {
       hostSecretVersions[h.id] = (await ensure(ctx, GVRs.Secret, desired, cur)).metadata?.resourceVersion;
     } catch (e) {
-      if (isWebhookAuthRejection(e)) return { reason: SourceReason.HostUnreachable, message: `The ESXi host ${h.id} (${h.address}) rejected its credentials. Forklift: ${(e as ApiError).message}` };
+      // Forklift logs in to https://<address>/sdk with the host's credentials at the Secret's create or
+      // update and refuses it (403) with the login or connection error.
+      if (isWebhookDenial(e, 403) && /incorrect user name or password/i.test(e.message)) {
+        return refused(`The ESXi host ${h.id} (${h.address}) rejected its credentials (spec.hosts[].credentials). Forklift refused its Secret: ${e.message}`);
+      }
+      if (isWebhookDenial(e, 403)) {
+        return {
+          reason: SourceReason.HostUnreachable,
+          message: redact(`The ESXi host ${h.id} (${h.address}): Forklift could not connect to it with its credentials and refused its Secret: ${e.message}`, secretsOf(plain)),
+        };
+      }
       throw e;
     }
   }
-
-  // 3. Providers.
-  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), providers.get(ns, sourceProviderName(name)));
-  await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
-  // Report what the cache says (status written by Forklift), falling back to what we just wrote.
-  obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
 
   obs.hosts = {};
   const wanted = new Set<string>();
   for (const h of src.spec.hosts ?? []) {
     const hn = hostObjectName(name, h.id);
     wanted.add(hn);
+    if (!providerReady) {
+      obs.hosts[h.id] = hostsCache.get(ns, hn);
+      continue;
+    }
     const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id], secretsNs), hostsCache.get(ns, hn));
     const cached = hostsCache.get(ns, hn);
     obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
@@ -540,6 +610,19 @@ async function finalize(cfg: ControllerConfig, src: VMImportSource, ctx: Reconci
   const uid = src.metadata.uid!;
   const mine = (o: KubeObject | undefined): boolean => o?.metadata?.labels?.[LABEL_SOURCE_UID] === uid || !!o?.metadata?.ownerReferences?.some((r) => r.uid === uid);
   const sel = `${LABEL_SOURCE_UID}=${uid}`;
+  // Tasks still importing over this source keep it (and its Providers): read live — deleting on a stale
+  // read would strand a running Plan on a Provider that is gone.
+  const tasks = (await ctx.client.list<KubeObject>(GVRs.VMImportTask, ns)).items as unknown as VMImportTask[];
+  const plans = ctx.installed(GVRs.Plan) ? (await ctx.client.list(GVRs.Plan, ns, { labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}` })).items : [];
+  const holders = tasksHoldingSource(name, tasks, plans);
+  if (holders.length) {
+    const message = `Deletion waits for ${holders.length === 1 ? 'the task' : 'the tasks'} still importing over this source: ${holders.join(', ')}. The Forklift Providers stay until ${holders.length === 1 ? 'it ends' : 'they end'}; delete a task to cancel it.`;
+    const conditions = setCondition(src.status?.conditions, { type: CONDITION_READY, status: 'False', reason: SourceReason.Deleting, message }, ctx.now(), src.metadata.generation);
+    const before = getCondition(src.status?.conditions, CONDITION_READY);
+    await patchStatus(ctx.client, GVRs.VMImportSource, src as unknown as KubeObject, { ...(src.status ?? {}), observedGeneration: src.metadata.generation, conditions });
+    if (before?.reason !== SourceReason.Deleting || before.message !== message) ctx.events.event(src as unknown as KubeObject, 'Normal', 'DeletionWaitsForTasks', message);
+    return { requeueAfterMs: REQUEUE_DELETION_HELD_MS };
+  }
   // Host Secrets are named after the host ids: those in the spec and those of the Hosts still present.
   const hostIds = new Set((src.spec.hosts ?? []).map((h) => h.id));
   for (const gvr of [GVRs.Host, GVRs.Provider]) {

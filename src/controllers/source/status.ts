@@ -1,6 +1,6 @@
 // The VMImportSource status as a pure function of what the reconciler observed.
 import { CONDITION_READY, SourceReason } from '../../api/conditions.ts';
-import type { SourceHostStatus, VMImportSource, VMImportSourceStatus } from '../../api/types.ts';
+import type { CredentialsRejection, SourceHostStatus, VMImportSource, VMImportSourceStatus } from '../../api/types.ts';
 import { hostVerdict, providerVerdict, type Verdict } from '../../forklift/conditions.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
 import { setCondition } from '../../runtime/status.ts';
@@ -21,6 +21,8 @@ export interface SourceObservation {
   vmCount?: number;
   /** The bounded inventory read on this pass (absent: not read now; the previous one is kept). */
   inventory?: VMImportSourceStatus['inventory'];
+  /** Forklift refused this spec's credentials at the Secret write (the gate says so). */
+  credentialsRejected?: CredentialsRejection;
 }
 
 export function deriveVerdict(o: SourceObservation): Verdict & { hosts: SourceHostStatus[] } {
@@ -67,6 +69,7 @@ export function deriveSourceStatus(o: SourceObservation): VMImportSourceStatus {
     };
   }
   if (v.hosts.length) status.hosts = v.hosts;
+  if (o.gate && o.credentialsRejected) status.credentialsRejected = o.credentialsRejected;
   if (v.ready && o.vmCount !== undefined) status.vmCount = o.vmCount;
   // A pass that could not read the inventory (still loading, a transient error) keeps the last list
   // rather than blanking what tenants pick VMs from; a source that is not Ready publishes none.

@@ -9,7 +9,7 @@ import type { KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext } from '../../runtime/reconciler.ts';
 import { collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
 import { defaultVMName, outputNameProblems } from '../../preflight/names.ts';
-import { importBudgetBytes, quotaProblem } from '../../preflight/quota.ts';
+import { importBudget, quotaVerdict, type QuotaLike } from '../../preflight/quota.ts';
 
 /** What the task reconciler needs from Forklift's inventory (InventoryClient satisfies it). */
 export interface TaskInventory {
@@ -179,13 +179,16 @@ export async function runPreflight(p: PreflightInput): Promise<PreflightResult> 
   const passing = out.filter((v) => inventory.has(v.id) && v.phase !== 'Failed' && !v.plan);
   if (passing.length) {
     const quotas = (await ctx.client.list(GVRs.ResourceQuota, ns)).items;
-    const budget = importBudgetBytes(passing.flatMap((v) => (inventory.get(v.id)?.disks ?? []).map((d) => d.capacity ?? 0)));
-    const q = quotaProblem(quotas as Parameters<typeof quotaProblem>[0], p.storageClass, budget);
-    if (q) {
+    const budget = importBudget(passing.flatMap((v) => (inventory.get(v.id)?.disks ?? []).map((d) => d.capacity ?? 0)));
+    const q = quotaVerdict(quotas as unknown as QuotaLike[], p.storageClass, budget);
+    if (q.fail) {
       for (let i = 0; i < out.length; i++) {
         const v = out[i]!;
-        if (passing.includes(v)) out[i] = failVM(v, TaskReason.QuotaExceeded, `${q}. Raise the quota or import fewer VMs per task`);
+        if (passing.includes(v)) out[i] = failVM(v, TaskReason.QuotaExceeded, `${q.fail}. Raise the quota or import fewer VMs per task`);
       }
+    } else if (q.warn) {
+      // Not certain: the import starts, and the user is told what may stop it (a claim refused by the quota).
+      p.ctx.events.event(p.task as unknown as KubeObject, 'Warning', 'QuotaMayBeExceeded', `${q.warn}. A claim the quota refuses stalls its VM's transfer.`);
     }
   }
   return { vms: out, inventory, hosts, networks };

@@ -17,7 +17,7 @@ import { destinationProviderName, sourceProviderName } from '../../forklift/prov
 import { checkStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
 import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
-import { isAlreadyExists, isNotFound, type KubeObject } from '../../runtime/kube.ts';
+import { ApiError, isAlreadyExists, isNotFound, type KubeObject } from '../../runtime/kube.ts';
 import { keyString, type ObjectKey, type ReconcileContext, type Reconciler, type Result } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
 import { Expectations } from '../../runtime/expectations.ts';
@@ -641,8 +641,8 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       return failVM(v, t.reason, t.message);
     }
     const fc = await failureContext(ctx, task, source, v.id);
-    const events = await claimEvents(ctx, ns, plan, mig);
-    return { ...v, phase: 'Transferring', reason: TaskReason.Stalled, message: stallMessage({ idleMs, percent, events, hostDiagnosis: fc.hostDiagnosis }) };
+    const { events, error: eventsError } = await claimEvents(ctx, task, plan, mig);
+    return { ...v, phase: 'Transferring', reason: TaskReason.Stalled, message: stallMessage({ idleMs, percent, events, eventsError, hostDiagnosis: fc.hostDiagnosis }) };
   }
 
   /** Asks Forklift to cancel one VM of a running Migration (spec.cancel), leaving its siblings alone. */
@@ -651,18 +651,31 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     await ctx.client.patch(GVRs.Migration, mig.metadata?.namespace, mig.metadata?.name ?? '', { spec: { cancel: [...cur, { id: vmId }] } });
   }
 
-  async function claimEvents(ctx: ReconcileContext, ns: string, plan: string, mig: KubeObject): Promise<ClaimEventLike[]> {
+  /**
+   * The events of this migration's transfer claims and DataVolumes (CDI's importer reports a VDDK failure
+   * to reach the ESXi host there, and nowhere else). The chart grants list on events for this; a refusal
+   * or any other failure is returned as `error` for the VM's message and a Warning Event, never dropped.
+   */
+  async function claimEvents(ctx: ReconcileContext, task: VMImportTask, plan: string, mig: KubeObject): Promise<{ events: ClaimEventLike[]; error?: string }> {
+    const ns = task.metadata.namespace ?? '';
     try {
       const claims = await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '' }, { preferCache: true });
       const names = new Set(claims.map((c) => c.metadata?.name));
       const evs = (await ctx.client.list<KubeObject & ClaimEventLike>(GVRs.Event, ns)).items;
-      return evs.filter((e) => {
-        const n = e.involvedObject?.name ?? '';
-        return (e.involvedObject?.kind === 'PersistentVolumeClaim' || e.involvedObject?.kind === 'DataVolume') && (names.has(n) || n.startsWith(`${plan}-`));
-      });
+      return {
+        events: evs.filter((e) => {
+          const n = e.involvedObject?.name ?? '';
+          return (e.involvedObject?.kind === 'PersistentVolumeClaim' || e.involvedObject?.kind === 'DataVolume') && (names.has(n) || n.startsWith(`${plan}-`));
+        }),
+      };
     } catch (e) {
-      ctx.log.debug({ err: (e as Error).message }, 'could not read claim events');
-      return [];
+      const error =
+        e instanceof ApiError && e.code === 403
+          ? `the controller may not list events in namespace ${ns} (HTTP 403; the chart's ClusterRole grants list on events — check the controller's RBAC)`
+          : `reading them failed: ${(e as Error).message}`;
+      ctx.log.warn({ err: (e as Error).message }, 'could not read the claims\' events for a stall diagnosis');
+      ctx.events.event(task as unknown as KubeObject, 'Warning', 'ClaimEventsUnreadable', `Stall diagnosis without the claims' events: ${error}`);
+      return { events: [], error };
     }
   }
 
