@@ -15,7 +15,8 @@ import { applyAs, bootWorld, denial, tenantWithRole, waitForWebhookEffective, ty
 import { getSource, readyOf, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-sealed.example.com/sdk';
-const world = vcenter({ url: URL_VC, hosts: [{ id: 'host-1', address: '192.0.2.71' }], vms: [{ id: 'vm-1', name: 'app01', host: 'host-1' }] });
+const CANARY = `canary-${randomBytes(6).toString('hex')}`;
+const world = vcenter({ url: URL_VC, password: CANARY, hosts: [{ id: 'host-1', address: '192.0.2.71' }], vms: [{ id: 'vm-1', name: 'app01', host: 'host-1' }] });
 const ESXI_PASSWORD = 'esxi-host-1'; // the simulated host's account (test/sim/world.ts)
 const KEY_SECRET = 'mc-e2e-credentials-key';
 
@@ -163,4 +164,28 @@ test('a secretRef naming a Secret its author cannot read is refused; one the aut
   await waitFor('the author to be allowed', async () => (await applyAs(author, refNs, withRef)).code === 0, { timeoutMs: 20_000 });
   await waitForReason(c, refNs, 'vc', 'Connected');
   assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(refNs, 'vc')), 'password'), world.password);
+});
+
+/** Every key and value etcd holds, read over its v3 JSON gateway (not through the API server). */
+async function etcdDump(): Promise<Array<{ key: string; value: Buffer }>> {
+  const url = (await testEnv()).etcdURL;
+  assert.ok(url, 'the control plane publishes its etcd URL');
+  const zero = Buffer.from([0]).toString('base64');
+  const r = await fetch(`${url}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: zero, range_end: zero }) });
+  assert.equal(r.status, 200);
+  const body = (await r.json()) as { kvs?: Array<{ key: string; value: string }> };
+  return (body.kvs ?? []).map((kv) => ({ key: Buffer.from(kv.key, 'base64').toString('utf8'), value: Buffer.from(kv.value, 'base64') }));
+}
+
+test('the canary password is stored in etcd only in the projected Secret of the controller\'s namespace: not in the source, its status, Events, ConfigMaps or Forklift objects; nor in the metrics', async () => {
+  await waitForReason(c, ns, 'vc', 'Connected');
+  const holding = (await etcdDump())
+    .filter((kv) => kv.value.includes(CANARY))
+    .map((kv) => kv.key)
+    .sort();
+  // Besides the projected Secrets, only the Secret the secretRef test's tenant wrote itself holds it.
+  const refNs = holding.find((k) => k.endsWith('/vc-password'))?.split('/')[3];
+  assert.deepEqual(holding, [`/registry/secrets/${keyNs}/${projectedSecretName(ns, 'vc')}`, `/registry/secrets/${keyNs}/${projectedSecretName(refNs ?? '?', 'vc')}`, `/registry/secrets/${refNs}/vc-password`].sort());
+  const metrics = await (await fetch(booted.ctl.metricsURL)).text();
+  assert.ok(!metrics.includes(CANARY));
 });

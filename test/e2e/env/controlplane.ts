@@ -65,6 +65,8 @@ export interface ControlPlaneInfo {
   tenants: Identity[];
   auditLogPath?: string;
   serviceCIDR: string;
+  /** etcd's client URL (plain HTTP on loopback): auditor tests read what is stored, bypassing the API server. */
+  etcdURL?: string;
   pids: Record<string, number>;
 }
 
@@ -281,7 +283,7 @@ export class ControlPlane {
     const server = `https://127.0.0.1:${apiPort}`;
     for (const i of [admin, controller, kcmIdentity, ...tenants]) writeKubeconfig(i.kubeconfigPath, server, ca.certPEM, i.name, i.token);
 
-    const info: ControlPlaneInfo = { server, caPEM: ca.certPEM, dir, logsDir, admin, controller, tenants, serviceCIDR: SERVICE_CIDR, pids: {} };
+    const info: ControlPlaneInfo = { server, caPEM: ca.certPEM, dir, logsDir, admin, controller, tenants, serviceCIDR: SERVICE_CIDR, etcdURL: `http://127.0.0.1:${etcdPort}`, pids: {} };
     const cp = new ControlPlane(info, opts);
     try {
       // etcd
