@@ -5,7 +5,7 @@
 import { CONDITION_DEGRADED, DegradedReason } from '../api/conditions.ts';
 import type { Condition } from '../api/types.ts';
 import type { GVR } from './gvr.ts';
-import { ApiError, isNotFound, type KubeClient, type KubeObject } from './kube.ts';
+import { ApiError, isAlreadyExists, isConflict, isNotFound, type KubeClient, type KubeObject } from './kube.ts';
 import { getCondition, setCondition } from './status.ts';
 
 /**
@@ -44,6 +44,9 @@ export class FaultTracker {
 
   /** Records a failure; returns the fault when its condition should be written now. */
   failed(key: string, e: unknown, now: Date): Fault | undefined {
+    // A conflict is optimistic concurrency doing its job (someone wrote first; the retry reads again),
+    // never a fault to show: counted, it made a busy handoff flap Degraded.
+    if (isConflict(e) || isAlreadyExists(e)) return undefined;
     const c = classify(e);
     const prev = this.faults.get(key);
     const f: Fault = prev ? { ...prev, attempts: prev.attempts + 1 } : { since: now, attempts: 1, reason: c.reason, message: c.message, reported: false };

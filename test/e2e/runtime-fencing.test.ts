@@ -13,6 +13,7 @@ import { KubeClient, type KubeObject } from '../../src/runtime/kube.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
 import { LABEL_TASK_UID } from '../../src/api/labels.ts';
 import { LEASE_DURATION_MS } from '../../src/runtime/leader.ts';
+import { parseConfig } from '../../src/config.ts';
 import { ControlPlane, REPO_ROOT, kubeConfigFor, loadYamlObjects, waitFor } from './env/index.ts';
 import { installStandInCRDs } from './fixtures.ts';
 import { createSource, waitForReason } from './source-helpers.ts';
@@ -37,6 +38,9 @@ before(async () => {
   for (const o of loadYamlObjects(join(REPO_ROOT, 'crds'))) await c.patch(GVRs.CustomResourceDefinition, undefined, o.metadata!.name!, o, 'apply', { force: true });
   await installStandInCRDs(c);
   await waitFor('our CRDs served', async () => !!(await c.list(GVRs.VMImportTask, 'default').catch(() => undefined)));
+  // The controller's own namespace (its credentials key lives there) exists wherever it runs.
+  const own = parseConfig(['--kubeconfig', cp.info.admin.kubeconfigPath], {}).podNamespace;
+  await c.create(GVRs.Namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: own } });
   await createStorageClass(cp.info.admin.kubeconfigPath, { name: CLASS, reclaimPolicy: 'Delete' });
   sim = await startSim({ kubeconfigPath: cp.info.admin.kubeconfigPath, worlds: [world], mbPerSecond: 65536 });
 });

@@ -39,8 +39,12 @@ before(async () => {
     vddkImage: 'registry.example.com/vddk:8.0.3',
     inventoryURL: sim.inventory.url,
   };
-  ctl = await runController(cfg, { logger: createLogger({ level: process.env.MC_LOG_LEVEL ?? 'warn' }) });
+  // The controller's own namespace (its credentials key lives there) exists wherever it runs.
   c = await adminClient();
+  await c.create(GVRs.Namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: cfg.podNamespace } } as KubeObject).catch((e: Error) => {
+    if (!/already exists/.test(e.message)) throw e;
+  });
+  ctl = await runController(cfg, { logger: createLogger({ level: process.env.MC_LOG_LEVEL ?? 'warn' }) });
 });
 
 after(async () => {

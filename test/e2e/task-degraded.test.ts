@@ -34,10 +34,11 @@ const degradedOf = async (ns: string): Promise<{ status: string; reason: string;
 
 test('a task whose preflight cannot read Forklift\'s inventory reports Degraded InventoryUnavailable since when within seconds, and clears it by itself once the inventory answers', async () => {
   const ns = await freshNamespace('degraded');
+  // The inventory keeps its certificate while the published CA no longer matches it: every new connection
+  // to it fails (set before anything here reads the inventory).
+  await sim.setInventoryCertMismatch(true);
   await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
   await waitForReason(c, ns, 'vc', 'Connected');
-  // The inventory keeps its certificate while the published CA no longer matches it: every read fails.
-  await sim.setInventoryCertMismatch(true);
   const createdAt = Date.now();
   await c.create(GVRs.VMImportTask, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 't', namespace: ns }, spec: { sourceRef: { name: 'vc' }, storageClass: 'degraded-fast', vms: [{ id: 'vm-1' }] } } as KubeObject);
   // Within one backoff step of becoming a fault: seconds, not the 16 minutes of an uncapped backoff.
@@ -48,19 +49,51 @@ test('a task whose preflight cannot read Forklift\'s inventory reports Degraded 
   assert.equal(d.reason, 'InventoryUnavailable');
   assert.match(d.message, /^failing since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(\d+ attempts, retrying with backoff\): Forklift's inventory service cannot be read: /);
   const since = Date.parse(/failing since (\S+)/.exec(d.message)![1]!);
-  assert.ok(since >= Math.floor(createdAt / 1000) * 1000 - 1000 && since <= Date.now(), 'since: when the failures began');
+  assert.ok(since >= Math.floor(createdAt / 1000) * 1000 - 1000 && since <= Date.now(), `since: when the failures began (${d.message})`);
   assert.equal(d.lastTransitionTime, /failing since (\S+)/.exec(d.message)![1]);
 
   await sim.setInventoryCertMismatch(false);
   const cleared = await waitFor('Degraded=False', async () => {
     const x = await degradedOf(ns);
     return x?.status === 'False' ? x : undefined;
-  }, { timeoutMs: 30_000 });
+  }, { timeoutMs: 90_000 });
   assert.equal(cleared.reason, 'Recovered');
   assert.match(cleared.message, /after failing since .* \(InventoryUnavailable\)/);
   const t = await waitFor('the VM imported', async () => {
     const x = (await c.get(GVRs.VMImportTask, ns, 't')) as unknown as VMImportTask | undefined;
     return x?.status?.phase === 'Succeeded' ? x : undefined;
   }, { timeoutMs: 60_000 });
-  assert.equal(t.status?.conditions?.find((x) => x.type === 'Degraded')?.status, 'False', 'stays cleared');
+  assert.equal(t.status?.phase, 'Succeeded');
+  await waitFor('Degraded=False once the import ended', async () => (await degradedOf(ns))?.status === 'False', { timeoutMs: 30_000 });
+});
+
+test('a quota that refuses the handoff\'s claim reports Degraded QuotaExceeded with the API server\'s words, and the import finishes once the quota allows it', async () => {
+  const ns = await freshNamespace('degraded-quota');
+  // One claim: room for Forklift's transfer claim, none for the handoff's target claim beside it.
+  await c.create(GVRs.ResourceQuota, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'claims', namespace: ns }, spec: { hard: { persistentvolumeclaims: '1' } } } as KubeObject);
+  // The quota admission refuses every claim until the quota controller has computed its usage.
+  await waitFor('quota usage computed', async () => ((await c.get(GVRs.ResourceQuota, ns, 'claims'))?.status as { used?: Record<string, string> } | undefined)?.used?.persistentvolumeclaims === '0');
+  await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
+  await waitForReason(c, ns, 'vc', 'Connected');
+  await c.create(GVRs.VMImportTask, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 't', namespace: ns }, spec: { sourceRef: { name: 'vc' }, storageClass: 'degraded-fast', vms: [{ id: 'vm-1' }] } } as KubeObject);
+  const d = await waitFor('Degraded=True', async () => {
+    const x = await degradedOf(ns);
+    return x?.status === 'True' ? x : undefined;
+  }, { timeoutMs: 60_000 });
+  assert.equal(d.reason, 'QuotaExceeded');
+  assert.match(d.message, /failing since .*a ResourceQuota refuses a write this controller needs: .*exceeded quota: claims/);
+  const t0 = (await c.get(GVRs.VMImportTask, ns, 't')) as unknown as VMImportTask;
+  assert.equal(t0.status?.vms?.[0]?.phase, 'Creating', 'the VM waits in the handoff, not failed');
+
+  await c.patch(GVRs.ResourceQuota, ns, 'claims', { spec: { hard: { persistentvolumeclaims: '10' } } });
+  await waitFor('the VM imported', async () => {
+    const x = (await c.get(GVRs.VMImportTask, ns, 't')) as unknown as VMImportTask | undefined;
+    return x?.status?.phase === 'Succeeded' ? x : undefined;
+  }, { timeoutMs: 90_000 });
+  const cleared = await waitFor('Degraded=False once the import ended', async () => {
+    const x = await degradedOf(ns);
+    return x?.status === 'False' ? x : undefined;
+  }, { timeoutMs: 30_000 });
+  assert.equal(cleared?.status, 'False', JSON.stringify(cleared));
+  assert.equal(cleared?.reason, 'Recovered');
 });

@@ -50,3 +50,9 @@ test('the Degraded condition says since when, and its transition time moves only
   assert.equal(cleared.reason, 'Recovered');
   assert.equal(cleared.lastTransitionTime, '2026-01-01T10:02:00Z');
 });
+
+test('conflicts are optimistic concurrency at work, never counted as a fault', () => {
+  const t = new FaultTracker();
+  for (let i = 0; i < 10; i++) assert.equal(t.failed('ns/a', new ApiError(409, 'Conflict', 'the object has been modified'), new Date()), undefined);
+  assert.equal(t.size(), 0);
+});

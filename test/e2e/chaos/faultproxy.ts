@@ -1,0 +1,133 @@
+// A fault-injecting HTTPS proxy between a client and the real API server (node:https; never a mock of the
+// API server: every request it does not fail is answered by the real one). It injects, per request:
+// an error answer (500, 429 with Retry-After, 409 on writes) instead of forwarding, a connection reset in
+// the middle of the real response, a latency spike before forwarding; and it cuts every watch stream after
+// a while. Counters say what was injected.
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { makeCA, makeServingCert } from '../../sim/certs.ts';
+
+export interface FaultRates {
+  /** Share of non-watch requests answered with an error instead of being forwarded. */
+  error: number;
+  /** Share of forwarded non-watch requests whose connection is reset mid-response. */
+  reset: number;
+  /** Share of requests delayed by `latencyMs` before being forwarded. */
+  latency: number;
+  latencyMs: number;
+  /** Every watch stream is cut after this long (0: never). */
+  watchCutMs: number;
+}
+
+export const DEFAULT_RATES: FaultRates = { error: 0.05, reset: 0.02, latency: 0.02, latencyMs: 2_000, watchCutMs: 20_000 };
+
+export interface FaultProxy {
+  url: string;
+  /** CA of the proxy's serving certificate (the client's kubeconfig trusts it). */
+  caPEM: string;
+  counts: Record<string, number>;
+  requests: number;
+  close(): Promise<void>;
+}
+
+function status(code: number, reason: string, message: string): string {
+  return JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message });
+}
+
+export async function startFaultProxy(upstream: string, upstreamCA: string, rates: FaultRates = DEFAULT_RATES, rnd: () => number = Math.random): Promise<FaultProxy> {
+  const ca = makeCA('fault-proxy CA');
+  const serving = makeServingCert(ca, 'fault-proxy', { ips: ['127.0.0.1'], dns: ['localhost'] });
+  const target = new URL(upstream);
+  const agent = new https.Agent({ keepAlive: true, ca: upstreamCA, maxSockets: 256 });
+  const counts: Record<string, number> = {};
+  const count = (k: string): void => {
+    counts[k] = (counts[k] ?? 0) + 1;
+  };
+  const open = new Set<Duplex>();
+  let requests = 0;
+
+  const forward = (req: IncomingMessage, res: ServerResponse, o: { reset: boolean; cutMs: number }): void => {
+    const up = https.request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host }, agent },
+      (ur) => {
+        res.writeHead(ur.statusCode ?? 502, ur.headers);
+        if (o.reset) {
+          // Headers and the first bytes go out, then the connection dies under the client.
+          ur.once('data', (chunk: Buffer) => {
+            res.write(chunk.subarray(0, Math.max(1, chunk.length >> 1)));
+            ur.destroy();
+            res.socket?.destroy();
+          });
+          return;
+        }
+        ur.pipe(res);
+        if (o.cutMs > 0) {
+          const t = setTimeout(() => {
+            count('watchCut');
+            ur.destroy();
+            res.socket?.destroy();
+          }, o.cutMs);
+          ur.once('close', () => clearTimeout(t));
+          res.once('close', () => clearTimeout(t));
+        }
+      },
+    );
+    up.on('error', () => res.socket?.destroy());
+    res.on('close', () => up.destroy());
+    req.pipe(up);
+  };
+
+  const server = https.createServer({ key: serving.keyPEM, cert: serving.certPEM }, (req, res) => {
+    requests++;
+    const watch = /[?&]watch=(true|1)/.test(req.url ?? '');
+    const write = req.method !== 'GET';
+    const go = (): void => {
+      if (!watch && rnd() < rates.error) {
+        const kinds = write ? ['500', '429', '409'] : ['500', '429'];
+        const k = kinds[Math.floor(rnd() * kinds.length)]!;
+        count(k);
+        req.resume();
+        if (k === '429') {
+          res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '1' });
+          res.end(status(429, 'TooManyRequests', 'the server has received too many requests and has asked us to try again later (injected)'));
+        } else if (k === '409') {
+          res.writeHead(409, { 'Content-Type': 'application/json' });
+          res.end(status(409, 'Conflict', 'Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again (injected)'));
+        } else {
+          res.writeHead(500, { 'Content-Type': 'application/json' });
+          res.end(status(500, 'InternalError', 'Internal error occurred: injected'));
+        }
+        return;
+      }
+      const reset = !watch && rnd() < rates.reset;
+      if (reset) count('reset');
+      forward(req, res, { reset, cutMs: watch ? rates.watchCutMs : 0 });
+    };
+    if (rnd() < rates.latency) {
+      count('latency');
+      setTimeout(go, rates.latencyMs);
+    } else {
+      go();
+    }
+  });
+  server.on('connection', (s) => {
+    open.add(s);
+    s.on('close', () => open.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    caPEM: ca.certPEM,
+    counts,
+    get requests() {
+      return requests;
+    },
+    close: async () => {
+      for (const s of open) s.destroy();
+      agent.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
