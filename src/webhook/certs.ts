@@ -1,6 +1,7 @@
 // Serving certificates for the admission server, in two modes:
-// - self-managed (SelfManagedCerts): a CA and a serving certificate generated into one Secret that every
-//   replica agrees on (create-if-absent, then optimistic concurrency on resourceVersion), the CA bundle
+// - self-managed (SelfManagedCerts): a CA (its key in a Secret of its own) and a serving certificate (in
+//   the serving Secret) that every replica agrees on (create-if-absent, then optimistic concurrency on
+//   resourceVersion), the CA bundle
 //   injected into our webhook configurations, the serving certificate rotated before expiry and reloaded
 //   without a restart;
 // - cert-manager (FileCerts): read the mounted tls.crt/tls.key and reload when the files change.
@@ -137,12 +138,19 @@ function keyMatches(certPEM: string, keyPEM: string): boolean {
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 const unb64 = (s: unknown): string => (typeof s === 'string' ? Buffer.from(s, 'base64').toString('utf8') : '');
 
-/** Keys of the self-managed Secret (type kubernetes.io/tls, so tools recognise tls.crt/tls.key). */
+/**
+ * Keys of the self-managed Secrets. The serving Secret (type kubernetes.io/tls, so tools recognise
+ * tls.crt/tls.key) holds the serving pair and only the public CA certificates; the CA's private keys live
+ * in a Secret of their own (`caSecretName`), so whatever may read the serving pair — a mount, a backup, a
+ * role granted for the serving certificate — cannot mint certificates the API server trusts.
+ */
 export const SECRET_KEYS = { cert: 'tls.crt', key: 'tls.key', ca: 'ca.crt', caKey: 'ca.key', bundle: 'ca-bundle.crt', nextCA: 'ca-next.crt', nextCAKey: 'ca-next.key', nextSince: 'ca-next.since' } as const;
 
-interface SecretState {
+/** The CA Secret's name when none is given: beside the serving Secret. */
+export const caSecretNameFor = (servingSecretName: string): string => `${servingSecretName}-ca`;
+
+interface CAState {
   ca: PEMPair;
-  serving: PEMPair;
   /**
    * CA rotation happens in two passes: the next CA is first published in the bundle (next), and only a
    * while later (when every API server has the new caBundle) does a serving certificate signed by it get
@@ -152,29 +160,33 @@ interface SecretState {
   next?: PEMPair & { since: number };
   /** Every CA the API server must trust now: the current one and, after a CA rotation, the previous. */
   bundle: string;
-  resourceVersion?: string;
 }
 
-function readSecret(s: KubeObject | undefined): SecretState | undefined {
-  const data = (s?.data ?? {}) as Record<string, string>;
-  const st: SecretState = {
-    ca: { certPEM: unb64(data[SECRET_KEYS.ca]), keyPEM: unb64(data[SECRET_KEYS.caKey]) },
-    serving: { certPEM: unb64(data[SECRET_KEYS.cert]), keyPEM: unb64(data[SECRET_KEYS.key]) },
-    bundle: unb64(data[SECRET_KEYS.bundle]),
-    resourceVersion: s?.metadata?.resourceVersion,
-  };
+interface SecretState extends CAState {
+  serving: PEMPair;
+}
+
+type SecretObject = KubeObject & { data?: Record<string, string>; type?: string };
+
+/** The CA part of a Secret's data (the CA Secret, or a combined Secret written by an earlier version). */
+function readCA(s: SecretObject | undefined): CAState | undefined {
+  const data = s?.data ?? {};
+  const ca = { certPEM: unb64(data[SECRET_KEYS.ca]), keyPEM: unb64(data[SECRET_KEYS.caKey]) };
+  if (!ca.certPEM || !ca.keyPEM || !keyMatches(ca.certPEM, ca.keyPEM)) return undefined;
+  const st: CAState = { ca, bundle: unb64(data[SECRET_KEYS.bundle]) || ca.certPEM };
   const next = { certPEM: unb64(data[SECRET_KEYS.nextCA]), keyPEM: unb64(data[SECRET_KEYS.nextCAKey]), since: Number(unb64(data[SECRET_KEYS.nextSince])) };
   if (next.certPEM && next.keyPEM && Number.isFinite(next.since) && keyMatches(next.certPEM, next.keyPEM)) st.next = next;
-  if (!st.ca.certPEM || !st.ca.keyPEM || !st.serving.certPEM || !st.serving.keyPEM) return undefined;
-  if (!keyMatches(st.ca.certPEM, st.ca.keyPEM) || !keyMatches(st.serving.certPEM, st.serving.keyPEM)) return undefined;
-  if (!st.bundle) st.bundle = st.ca.certPEM;
   return st;
 }
 
-function secretData(st: SecretState): Record<string, string> {
+function readServing(s: SecretObject | undefined): PEMPair | undefined {
+  const data = s?.data ?? {};
+  const p = { certPEM: unb64(data[SECRET_KEYS.cert]), keyPEM: unb64(data[SECRET_KEYS.key]) };
+  return p.certPEM && p.keyPEM && keyMatches(p.certPEM, p.keyPEM) ? p : undefined;
+}
+
+function caSecretData(st: CAState): Record<string, string> {
   return {
-    [SECRET_KEYS.cert]: b64(st.serving.certPEM),
-    [SECRET_KEYS.key]: b64(st.serving.keyPEM),
     [SECRET_KEYS.ca]: b64(st.ca.certPEM),
     [SECRET_KEYS.caKey]: b64(st.ca.keyPEM),
     [SECRET_KEYS.bundle]: b64(st.bundle),
@@ -182,11 +194,29 @@ function secretData(st: SecretState): Record<string, string> {
   };
 }
 
+/** The serving Secret: the pair and public certificates only — never a CA private key. */
+function servingSecretData(serving: PEMPair, ca: CAState): Record<string, string> {
+  return {
+    [SECRET_KEYS.cert]: b64(serving.certPEM),
+    [SECRET_KEYS.key]: b64(serving.keyPEM),
+    [SECRET_KEYS.ca]: b64(ca.ca.certPEM),
+    [SECRET_KEYS.bundle]: b64(ca.bundle),
+  };
+}
+
+const sameData = (a: Record<string, string> | undefined, b: Record<string, string>): boolean => {
+  const ak = Object.keys(a ?? {}).sort();
+  const bk = Object.keys(b).sort();
+  return ak.length === bk.length && ak.every((k, i) => k === bk[i] && a![k] === b[k]);
+};
+
 export interface SelfManagedCertsOptions {
   client: KubeClient;
-  /** Namespace and name of the Secret every replica shares. */
+  /** Namespace and name of the serving Secret every replica shares. */
   namespace: string;
   secretName: string;
+  /** The Secret holding the CA's private key, apart from the serving pair; default `<secretName>-ca`. */
+  caSecretName?: string;
   /** The webhook Service: its in-cluster DNS names go into the certificate. */
   serviceName?: string;
   dnsNames?: string[];
@@ -200,7 +230,7 @@ export interface SelfManagedCertsOptions {
   certValidityMs?: number;
   /** Rotate a certificate when this little validity remains; default 30 days. */
   rotateBeforeMs?: number;
-  /** How often the Secret is re-read (another replica may have rotated), default 60 s. */
+  /** How often the Secrets are re-read (another replica may have rotated), default 60 s. */
   checkIntervalMs?: number;
   /**
    * How long a new CA sits in the bundle before certificates it signs are served: long enough for every
@@ -210,6 +240,11 @@ export interface SelfManagedCertsOptions {
   logger?: Logger;
   now?: () => Date;
 }
+
+const LABELS = { 'app.kubernetes.io/managed-by': 'migration-controller', 'app.kubernetes.io/component': 'webhook' };
+
+/** Another replica writing the same Secret at the same moment: re-read and retry this many times. */
+const MAX_ATTEMPTS = 5;
 
 export class SelfManagedCerts implements CertSource {
   private readonly o: SelfManagedCertsOptions;
@@ -232,6 +267,10 @@ export class SelfManagedCerts implements CertSource {
 
   private now(): Date {
     return this.o.now?.() ?? new Date();
+  }
+
+  private get caSecretName(): string {
+    return this.o.caSecretName ?? caSecretNameFor(this.o.secretName);
   }
 
   current(): ServingCert {
@@ -264,7 +303,7 @@ export class SelfManagedCerts implements CertSource {
     this.timer = undefined;
   }
 
-  /** One pass: load or create the Secret, rotate what is due, inject the bundle, reload if changed. */
+  /** One pass: load or create the Secrets, rotate what is due, inject the bundle, reload if changed. */
   sync(): Promise<void> {
     // One pass at a time per replica; overlapping timer ticks join the running one.
     if (!this.running) this.running = this.syncOnce().finally(() => (this.running = undefined));
@@ -289,67 +328,76 @@ export class SelfManagedCerts implements CertSource {
     return generateCA({ commonName: `migration-controller-webhook-ca-${randomBytes(3).toString('hex')}`, validityMs: this.o.caValidityMs ?? 3650 * DAY, now: this.now() });
   }
 
+  /** Creates `name` with `data`, or replaces the object read; false when another replica wrote first. */
+  private async write(existing: SecretObject | undefined, name: string, type: string, data: Record<string, string>): Promise<boolean> {
+    const { client, namespace } = this.o;
+    try {
+      if (existing) await client.replace<KubeObject>(GVRs.Secret, { ...existing, type, data });
+      else await client.create<KubeObject>(GVRs.Secret, { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace, labels: LABELS }, type, data });
+      return true;
+    } catch (e) {
+      if (isConflict(e) || isAlreadyExists(e)) return false;
+      throw e;
+    }
+  }
+
+  /**
+   * Step 1: the CA Secret. Created from the CA of a combined Secret written by an earlier version (read
+   * once; step 2 then drops the key there), else from a new CA; then the two CA rotation phases.
+   */
+  private async syncCA(serving: SecretObject | undefined): Promise<CAState | undefined> {
+    const { client, namespace } = this.o;
+    const caSecret = await client.get<SecretObject>(GVRs.Secret, namespace, this.caSecretName);
+    const cur = readCA(caSecret);
+    const now = this.now();
+    let next: CAState | undefined;
+    if (!cur) {
+      const legacy = readCA(serving);
+      if (legacy) {
+        this.o.logger?.info({ secret: `${namespace}/${this.caSecretName}` }, 'moving the webhook CA key out of the serving certificate Secret');
+        next = legacy;
+      } else {
+        const ca = this.newCA();
+        next = { ca, bundle: ca.certPEM };
+      }
+    } else if (cur.next && now.getTime() - cur.next.since >= this.publishDelay()) {
+      // Phase 2 of a CA rotation: the next CA has been trusted long enough; serve a certificate it signs.
+      const ca = { certPEM: cur.next.certPEM, keyPEM: cur.next.keyPEM };
+      next = { ca, bundle: pruneBundle(cur.bundle, ca.certPEM, now) };
+    } else if (!cur.next && needsRotation(cur.ca.certPEM, now, this.o.rotateBeforeMs ?? 30 * DAY)) {
+      // Phase 1: publish the next CA beside the current one; keep serving certificates of the current.
+      const n = this.newCA();
+      next = { ...cur, next: { ...n, since: now.getTime() }, bundle: `${cur.bundle.trim()}\n${n.certPEM.trim()}\n` };
+    } else {
+      const pruned = pruneBundle(cur.bundle, cur.ca.certPEM, now, cur.next?.certPEM);
+      if (pruned.trim() === cur.bundle.trim()) return cur;
+      next = { ...cur, bundle: pruned };
+    }
+    // Replaces a CA Secret that exists (even one that no longer parses), creates it otherwise.
+    return (await this.write(caSecret, this.caSecretName, 'Opaque', caSecretData(next))) ? next : undefined;
+  }
+
   private async syncOnce(): Promise<void> {
     const { client, namespace, secretName } = this.o;
     const rotateBefore = this.o.rotateBeforeMs ?? 30 * DAY;
     let st: SecretState | undefined;
-    for (let attempt = 0; ; attempt++) {
-      const secret = await client.get<KubeObject>(GVRs.Secret, namespace, secretName);
-      if (!secret) {
-        const ca = this.newCA();
-        const fresh: SecretState = { ca, serving: this.newServing(ca), bundle: ca.certPEM };
-        try {
-          const created = await client.create<KubeObject>(GVRs.Secret, {
-            apiVersion: 'v1',
-            kind: 'Secret',
-            metadata: { name: secretName, namespace, labels: { 'app.kubernetes.io/managed-by': 'migration-controller', 'app.kubernetes.io/component': 'webhook' } },
-            type: 'kubernetes.io/tls',
-            data: secretData(fresh),
-          });
-          st = { ...fresh, resourceVersion: created.metadata?.resourceVersion };
-          this.o.logger?.info({ secret: `${namespace}/${secretName}` }, 'created the webhook certificate Secret');
-          break;
-        } catch (e) {
-          // Another replica won the race: use its Secret.
-          if (isAlreadyExists(e) && attempt < 5) continue;
-          throw e;
-        }
+    for (let attempt = 0; attempt < MAX_ATTEMPTS && !st; attempt++) {
+      const secret = await client.get<SecretObject>(GVRs.Secret, namespace, secretName);
+      const ca = await this.syncCA(secret);
+      if (!ca) continue;
+      // Step 2: the serving Secret, signed by the CA in use, with public certificates only.
+      const cur = readServing(secret);
+      const serving = !cur || needsRotation(cur.certPEM, this.now(), rotateBefore) || !servingCertFits(cur.certPEM, ca.ca.certPEM, this.dnsNames, this.ips) ? this.newServing(ca.ca) : cur;
+      const data = servingSecretData(serving, ca);
+      if (!sameData(secret?.data, data) || secret?.type !== 'kubernetes.io/tls') {
+        if (!(await this.write(secret, secretName, 'kubernetes.io/tls', data))) continue;
+        if (serving !== cur) this.o.logger?.info({ secret: `${namespace}/${secretName}`, notAfter: certValidity(serving.certPEM).notAfter.toISOString() }, 'wrote a new webhook serving certificate');
       }
-      const cur = readSecret(secret);
-      const now = this.now();
-      let next: SecretState | undefined;
-      if (!cur) {
-        const ca = this.newCA();
-        next = { ca, serving: this.newServing(ca), bundle: ca.certPEM };
-      } else if (cur.next && now.getTime() - cur.next.since >= this.publishDelay()) {
-        // Phase 2 of a CA rotation: the next CA has been trusted long enough; serve a certificate it signs.
-        const ca = { certPEM: cur.next.certPEM, keyPEM: cur.next.keyPEM };
-        next = { ca, serving: this.newServing(ca), bundle: pruneBundle(cur.bundle, ca.certPEM, now) };
-      } else if (!cur.next && needsRotation(cur.ca.certPEM, now, rotateBefore)) {
-        // Phase 1: publish the next CA beside the current one; keep serving the current certificate.
-        const n = this.newCA();
-        const serving = needsRotation(cur.serving.certPEM, now, rotateBefore) ? this.newServing(cur.ca) : cur.serving;
-        next = { ...cur, serving, next: { ...n, since: now.getTime() }, bundle: `${cur.bundle.trim()}\n${n.certPEM.trim()}\n` };
-      } else if (needsRotation(cur.serving.certPEM, now, rotateBefore) || !servingCertFits(cur.serving.certPEM, cur.ca.certPEM, this.dnsNames, this.ips)) {
-        next = { ...cur, serving: this.newServing(cur.ca), bundle: pruneBundle(cur.bundle, cur.ca.certPEM, now, cur.next?.certPEM) };
-      }
-      if (!next) {
-        st = cur;
-        break;
-      }
-      try {
-        const replaced = await client.replace<KubeObject>(GVRs.Secret, { ...secret, type: 'kubernetes.io/tls', data: secretData(next) });
-        st = { ...next, resourceVersion: replaced.metadata?.resourceVersion };
-        this.o.logger?.info({ secret: `${namespace}/${secretName}`, notAfter: certValidity(next.serving.certPEM).notAfter.toISOString() }, 'rotated the webhook certificate');
-        break;
-      } catch (e) {
-        // Another replica rotated first: re-read and use what it wrote.
-        if ((isConflict(e) || isAlreadyExists(e)) && attempt < 5) continue;
-        throw e;
-      }
+      st = { ...ca, serving };
     }
-    await this.inject(st!.bundle);
-    const changed = !this.state || this.state.serving.certPEM !== st!.serving.certPEM;
+    if (!st) throw new Error(`webhook certificate Secrets ${namespace}/${secretName} and ${this.caSecretName}: changed by another writer ${MAX_ATTEMPTS} times in a row`);
+    await this.inject(st.bundle);
+    const changed = !this.state || this.state.serving.certPEM !== st.serving.certPEM;
     this.state = st;
     if (changed) for (const cb of this.listeners) cb(this.current());
   }

@@ -7,7 +7,7 @@ import tls from 'node:tls';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes, X509Certificate } from 'node:crypto';
+import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import { adminKubeConfig, freshNamespace, installOurCRDs, waitFor } from './env/index.ts';
 import { KubeClient, ApiError, type KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
@@ -59,6 +59,58 @@ test('replicas starting at once agree on one certificate Secret', async () => {
     assert.equal(new Set(replicas.map((r) => r.caBundle())).size, 1);
   } finally {
     for (const r of replicas) r.stop();
+  }
+});
+
+type SecretData = KubeObject & { data: Record<string, string>; type: string };
+const pem = (s: SecretData | undefined, k: string): string => Buffer.from(s?.data[k] ?? '', 'base64').toString();
+
+test('the serving Secret holds no CA private key: the CA key lives in a Secret of its own', async () => {
+  const replicas = Array.from({ length: 3 }, () => new SelfManagedCerts({ client, namespace: secretNs, secretName: 'apart', serviceName: 'mc-webhook' }));
+  await Promise.all(replicas.map((r) => r.start()));
+  try {
+    const serving = await client.get<SecretData>(GVRs.Secret, secretNs, 'apart');
+    const ca = await client.get<SecretData>(GVRs.Secret, secretNs, 'apart-ca');
+    assert.deepEqual(Object.keys(serving!.data).sort(), ['ca-bundle.crt', 'ca.crt', 'tls.crt', 'tls.key'], 'public certificates and the serving pair only');
+    assert.ok(!Object.values(serving!.data).some((v) => /PRIVATE KEY/.test(Buffer.from(v, 'base64').toString()) && Buffer.from(v, 'base64').toString() !== pem(serving, 'tls.key')), 'no private key but the serving one');
+    const caKey = createPrivateKey(pem(ca, 'ca.key'));
+    assert.ok(new X509Certificate(pem(ca, 'ca.crt')).checkPrivateKey(caKey), 'the CA Secret holds the CA key');
+    assert.ok(new X509Certificate(pem(serving, 'tls.crt')).checkPrivateKey(createPrivateKey(pem(serving, 'tls.key'))), 'the serving key matches the serving certificate');
+    assert.ok(new X509Certificate(pem(serving, 'tls.crt')).checkIssued(new X509Certificate(pem(ca, 'ca.crt'))), 'served by a certificate the CA signed');
+    assert.equal(new Set(replicas.map((r) => r.current().cert)).size, 1);
+  } finally {
+    for (const r of replicas) r.stop();
+  }
+});
+
+test('a combined Secret from an earlier version is split: its CA key moves to the CA Secret and leaves the serving Secret, and the certificate served stays the same', async () => {
+  const ca = generateCA({ commonName: 'earlier-ca', validityMs: 100 * 86_400_000 });
+  const s = generateServingCert(ca, { commonName: 'mc-webhook', dnsNames: ['mc-webhook', `mc-webhook.${secretNs}`, `mc-webhook.${secretNs}.svc`, `mc-webhook.${secretNs}.svc.cluster.local`], ipAddresses: [], validityMs: 50 * 86_400_000 });
+  const b = (x: string) => Buffer.from(x).toString('base64');
+  await client.create(GVRs.Secret, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'combined', namespace: secretNs },
+    type: 'kubernetes.io/tls',
+    data: { 'tls.crt': b(s.certPEM), 'tls.key': b(s.keyPEM), 'ca.crt': b(ca.certPEM), 'ca.key': b(ca.keyPEM), 'ca-bundle.crt': b(ca.certPEM) },
+  } as KubeObject);
+  const certs = new SelfManagedCerts({ client, namespace: secretNs, secretName: 'combined', serviceName: 'mc-webhook' });
+  await certs.start();
+  try {
+    const serving = await client.get<SecretData>(GVRs.Secret, secretNs, 'combined');
+    const caSecret = await client.get<SecretData>(GVRs.Secret, secretNs, 'combined-ca');
+    assert.equal(serving!.data['ca.key'], undefined, 'the CA key left the serving Secret');
+    assert.equal(pem(caSecret, 'ca.key'), ca.keyPEM, 'the CA Secret holds the earlier CA key');
+    assert.equal(pem(caSecret, 'ca.crt'), ca.certPEM);
+    assert.equal(certs.current().cert, s.certPEM, 'no new certificate was needed');
+    assert.equal(certs.caBundle(), ca.certPEM, 'the API server keeps trusting the same CA');
+    // A second pass (another replica, a restart) changes nothing.
+    const rv = [serving!.metadata!.resourceVersion, caSecret!.metadata!.resourceVersion];
+    await certs.sync();
+    const again = await Promise.all(['combined', 'combined-ca'].map((n) => client.get<SecretData>(GVRs.Secret, secretNs, n)));
+    assert.deepEqual(again.map((x) => x!.metadata!.resourceVersion), rv);
+  } finally {
+    certs.stop();
   }
 });
 
