@@ -15,6 +15,13 @@ export interface StartControllerOptions {
   extra?: Partial<ControllerConfig>;
   /** Stands in for DNS (the egress policy resolves source host names). */
   resolve?: (host: string) => Promise<string[]>;
+  /**
+   * Receives every log line the controller writes (pino's JSON, one line per call) instead of stdout,
+   * at `logLevel` (default MC_LOG_LEVEL, else warn): an auditing test reads what an operator's log
+   * collector would keep.
+   */
+  logDestination?: NodeJS.WritableStream;
+  logLevel?: string;
 }
 
 export async function startController(opts: StartControllerOptions): Promise<{ stop(): Promise<void>; metricsURL: string }> {
@@ -35,7 +42,7 @@ export async function startController(opts: StartControllerOptions): Promise<{ s
     admin.close();
   }
   // Quiet by default; MC_LOG_LEVEL=debug shows the controller's logs while a test runs.
-  const logger = createLogger({ level: process.env.MC_LOG_LEVEL ?? 'warn' });
+  const logger = createLogger({ level: opts.logLevel ?? process.env.MC_LOG_LEVEL ?? 'warn', destination: opts.logDestination });
   const ctl = await runController(cfg, { logger, resolve: opts.resolve });
   return { stop: () => ctl.stop(), metricsURL: ctl.metricsURL };
 }

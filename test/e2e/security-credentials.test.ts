@@ -4,6 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
@@ -19,6 +20,15 @@ const CANARY = `canary-${randomBytes(6).toString('hex')}`;
 const world = vcenter({ url: URL_VC, password: CANARY, hosts: [{ id: 'host-1', address: '192.0.2.71' }], vms: [{ id: 'vm-1', name: 'app01', host: 'host-1' }] });
 const ESXI_PASSWORD = 'esxi-host-1'; // the simulated host's account (test/sim/world.ts)
 const KEY_SECRET = 'mc-e2e-credentials-key';
+
+/** Every line the controller logs, at debug level (the most it ever says), as a log collector keeps it. */
+const logLines: string[] = [];
+const logSink = new Writable({
+  write(chunk: Buffer | string, _enc, cb) {
+    logLines.push(...String(chunk).split('\n').filter((l) => l.length > 0));
+    cb();
+  },
+});
 
 let booted: BootedWorld;
 let c: KubeClient;
@@ -46,7 +56,7 @@ const text = (s: SecretObj | undefined, k: string) => Buffer.from(s?.data?.[k] ?
 before(async () => {
   keyNs = await freshNamespace('mc-system');
   // The controller (webhook off) and the test's webhook share one key ring: the Secret in keyNs.
-  booted = await bootWorld({ worlds: [world], controller: { extra: { podNamespace: keyNs, credentialsKeySecret: KEY_SECRET } } });
+  booted = await bootWorld({ worlds: [world], controller: { extra: { podNamespace: keyNs, credentialsKeySecret: KEY_SECRET }, logLevel: 'debug', logDestination: logSink } });
   c = booted.c;
   wh = await startTestWebhook({ client: c, keyring: new SecretKeyring({ client: c, namespace: keyNs, name: KEY_SECRET, ttlMs: 200 }) });
   ns = await freshNamespace('sealed', { [wh.selector.key]: wh.selector.value });
@@ -188,4 +198,13 @@ test('the canary password is stored in etcd only in the projected Secret of the 
   assert.deepEqual(holding, [`/registry/secrets/${keyNs}/${projectedSecretName(ns, 'vc')}`, `/registry/secrets/${keyNs}/${projectedSecretName(refNs ?? '?', 'vc')}`, `/registry/secrets/${refNs}/vc-password`].sort());
   const metrics = await (await fetch(booted.ctl.metricsURL)).text();
   assert.ok(!metrics.includes(CANARY));
+});
+
+test('the canary password is absent from every line the controller logs, at debug level, after connecting with it', async () => {
+  await waitForReason(c, ns, 'vc', 'Connected');
+  // The controller did log (so the search below can find something): it connected the source it opened.
+  assert.ok(logLines.length > 0, 'no log line captured');
+  assert.ok(logLines.some((l) => l.includes(ns)), 'no log line about the source namespace');
+  const leaking = logLines.filter((l) => l.includes(CANARY) || l.includes(ESXI_PASSWORD));
+  assert.deepEqual(leaking, []);
 });
