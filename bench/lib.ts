@@ -14,6 +14,7 @@ import { GVRs, type GVR } from '../src/runtime/gvr.ts';
 import { Informer } from '../src/runtime/informer.ts';
 import { isAlreadyExists, KubeClient, type KubeObject } from '../src/runtime/kube.ts';
 import type { VMImportTask } from '../src/api/types.ts';
+import { DEFAULT_CONTROLLER_NAMESPACE } from '../src/config.ts';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // BENCH_RESULTS_DIR redirects the results (the smoke test writes into a temporary folder).
@@ -420,6 +421,9 @@ export interface ControllerProc {
 let ctlSeq = 0;
 
 export async function spawnController(env: BenchEnv, o: ControllerOptions = {}): Promise<ControllerProc> {
+  // The controller's own namespace (projected Secrets, the credentials key ring) exists wherever it runs,
+  // as the chart's release namespace does; without it no source can connect.
+  await createNamespace(env.admin, DEFAULT_CONTROLLER_NAMESPACE);
   const [hp, mp] = [await freePort(), await freePort()];
   const args = [
     // Profiling the controller under a benchmark: BENCH_CONTROLLER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'

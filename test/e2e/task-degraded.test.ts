@@ -11,14 +11,19 @@ import { bootWorld, type BootedWorld } from './fixtures.ts';
 import { createSource, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-degraded.example.com/sdk';
-const world = vcenter({ url: URL_VC, hosts: [{ id: 'host-1', address: '192.0.2.10' }], vms: [{ id: 'vm-1', name: 'app01', disks: [{ capacityGiB: 2 }] }] });
+const world = vcenter({ url: URL_VC, hosts: [{ id: 'host-1', address: '192.0.2.10' }], vms: [
+  { id: 'vm-1', name: 'app01', disks: [{ capacityGiB: 2 }] },
+  // Its transfer holds at 99.92% for conversionMs (CDI's qemu-img convert): a window in which its transfer
+  // claim exists and the handoff's has not been asked for yet.
+  { id: 'vm-2', name: 'app02', disks: [{ capacityGiB: 2 }], faults: { conversionFreeze: true } },
+] });
 
 let booted: BootedWorld;
 let sim: Sim;
 let c: KubeClient;
 
 before(async () => {
-  booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'degraded-fast' }] });
+  booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'degraded-fast' }], sim: { timings: { conversionMs: 15_000 } } });
   ({ sim, c } = booted);
 });
 
@@ -69,13 +74,16 @@ test('a task whose preflight cannot read Forklift\'s inventory reports Degraded 
 
 test('a quota that refuses the handoff\'s claim reports Degraded QuotaExceeded with the API server\'s words, and the import finishes once the quota allows it', async () => {
   const ns = await freshNamespace('degraded-quota');
-  // One claim: room for Forklift's transfer claim, none for the handoff's target claim beside it.
-  await c.create(GVRs.ResourceQuota, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'claims', namespace: ns }, spec: { hard: { persistentvolumeclaims: '1' } } } as KubeObject);
-  // The quota admission refuses every claim until the quota controller has computed its usage.
-  await waitFor('quota usage computed', async () => ((await c.get(GVRs.ResourceQuota, ns, 'claims'))?.status as { used?: Record<string, string> } | undefined)?.used?.persistentvolumeclaims === '0');
   await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
   await waitForReason(c, ns, 'vc', 'Connected');
-  await c.create(GVRs.VMImportTask, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 't', namespace: ns }, spec: { sourceRef: { name: 'vc' }, storageClass: 'degraded-fast', vms: [{ id: 'vm-1' }] } } as KubeObject);
+  await c.create(GVRs.VMImportTask, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 't', namespace: ns }, spec: { sourceRef: { name: 'vc' }, storageClass: 'degraded-fast', vms: [{ id: 'vm-2' }] } } as KubeObject);
+  // The preflight budgets the handoff's second claim and would refuse a one-claim quota up front, so the
+  // quota arrives after it, while the transfer holds at 99.92%: room for Forklift's transfer claim, none
+  // for the handoff's target claim beside it.
+  await waitFor('the transfer held at 99.92%', async () => ((await c.get(GVRs.VMImportTask, ns, 't')) as unknown as VMImportTask | undefined)?.status?.vms?.[0]?.reason === 'Converting', { timeoutMs: 30_000 });
+  await c.create(GVRs.ResourceQuota, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'claims', namespace: ns }, spec: { hard: { persistentvolumeclaims: '1' } } } as KubeObject);
+  // The quota admission refuses every claim until the quota controller has computed its usage.
+  await waitFor('quota usage computed', async () => ((await c.get(GVRs.ResourceQuota, ns, 'claims'))?.status as { used?: Record<string, string> } | undefined)?.used?.persistentvolumeclaims === '1');
   const d = await waitFor('Degraded=True', async () => {
     const x = await degradedOf(ns);
     return x?.status === 'True' ? x : undefined;

@@ -126,6 +126,7 @@ test('a Plan that reports Succeeded without producing a VirtualMachine or claims
   // Forklift then "migrates" nothing and reports Succeeded.
   const plan = await waitFor('the Plan', async () => (await c.list(GVRs.Plan, ns)).items[0]);
   const conds = ((plan.status as { conditions?: unknown[] } | undefined)?.conditions ?? []) as unknown[];
+  const ref = (name: string) => ({ name, namespace: ns, uid: `${name}-uid`, generation: 1 });
   await c.patch(
     GVRs.Plan,
     ns,
@@ -133,7 +134,11 @@ test('a Plan that reports Succeeded without producing a VirtualMachine or claims
     {
       status: {
         conditions: [...conds, { type: 'Failed', status: 'True', category: 'Advisory', reason: 'Completed', message: 'The plan execution has FAILED.', lastTransitionTime: new Date().toISOString() }],
-        migration: { history: [{ migration: { name: 'earlier', namespace: ns, uid: 'earlier-uid' } }], vms: [{ id: 'vm-5', phase: 'Completed', conditions: [{ type: 'Succeeded', status: 'True', category: 'Advisory' }] }] },
+        // A history entry is Forklift's full snapshot (the strict Plan schema requires every part of it).
+        migration: {
+          history: [{ migration: ref('earlier'), plan: ref(plan.metadata!.name!), provider: { source: ref('src'), destination: ref('dst') }, map: { network: ref('nm'), storage: ref('sm') } }],
+          vms: [{ id: 'vm-5', phase: 'Completed', pipeline: [], conditions: [{ type: 'Succeeded', status: 'True', category: 'Advisory', lastTransitionTime: new Date().toISOString() }] }],
+        },
       },
     },
     'merge',

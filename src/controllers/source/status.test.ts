@@ -41,6 +41,15 @@ test('a host override that is not Ready makes the source HostUnreachable naming 
   assert.equal(st.hosts![1]!.reason, 'HostUnreachable');
 });
 
+test('a host override whose ESXi account is refused makes the source AuthenticationFailed naming the host, not HostUnreachable', () => {
+  const refusing = { status: { conditions: [{ type: 'ConnectionTestFailed', status: 'True', category: 'Critical', reason: 'Tested', message: 'Could not connect to the ESXi host: incorrect user name or password.' }] } };
+  const st = deriveSourceStatus({ source: source([host('host-1'), host('host-2')]), now, provider: readyProvider, hosts: { 'host-1': readyHost, 'host-2': refusing } });
+  const c = st.conditions![0]!;
+  assert.equal(c.reason, 'AuthenticationFailed');
+  assert.match(c.message, /host-2 \(10\.1\.1\.1\): .*incorrect user name or password/);
+  assert.match(c.message, /spec\.hosts\[\]\.credentials/);
+});
+
 test('an untested host keeps the source Connecting', () => {
   const st = deriveSourceStatus({ source: source([host('host-1')]), now, provider: readyProvider, hosts: {} });
   assert.equal(st.conditions![0]!.reason, 'Connecting');

@@ -37,6 +37,18 @@ export function deriveVerdict(o: SourceObservation): Verdict & { hosts: SourceHo
   const pv = providerVerdict(o.provider, { username: o.source.spec.credentials?.username ?? '', caCert: o.source.spec.credentials?.caCert });
   if (!pv.ready) return { ...pv, hosts };
   const bad = hosts.filter((h) => h.reason === SourceReason.HostUnreachable);
+  // A host that answered but refused its account: the ESXi credentials, not the address, are wrong. Our
+  // host Secrets live in the controller's namespace, where Forklift's Secret webhook finds no Provider and
+  // admits them untested, so the refusal arrives through the Host's own connection test.
+  const refused = bad.filter((h) => /incorrect user name or password/i.test(h.message ?? ''));
+  if (refused.length) {
+    return {
+      ready: false,
+      reason: SourceReason.AuthenticationFailed,
+      message: `vCenter is connected, but ${refused.length === 1 ? 'an ESXi host rejects its credentials' : 'ESXi hosts reject their credentials'} (spec.hosts[].credentials: the host's own account, usually root): ${refused.map((h) => `${h.id} (${h.address}): ${h.message}`).join('; ')}`,
+      hosts,
+    };
+  }
   if (bad.length) {
     return {
       ready: false,
