@@ -64,10 +64,10 @@ test('deb-src lines are copies of the one-line `deb` entries of sources.list and
 test('the script names no package host and never kills processes by name', () => {
   const text = readFileSync(SCRIPT, 'utf8');
   const code = text.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n');
-  assert.doesNotMatch(code, /\b(pkill|killall)\b/);
   assert.doesNotMatch(code, /https?:\/\/(?!\$)/, 'a URL in the script');
-  // The one kill it does is of its own progress ticker, by pid.
-  assert.deepEqual([...code.matchAll(/\bkill\b[^\n]*/g)].map((m) => m[0]), ['kill "$TICKER_PID" 2>/dev/null || true']);
+  // The one process it ends is its own progress ticker, by pid: no other command whose name holds "kill"
+  // (the by-name variants included) appears anywhere.
+  assert.deepEqual([...code.matchAll(/\b\w*kill\w*\b[^\n]*/g)].map((m) => m[0]), ['kill "$TICKER_PID" 2>/dev/null || true']);
 });
 
 // As root the script runs apt-get directly (the stand-in below); otherwise it would go through sudo.
