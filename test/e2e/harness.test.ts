@@ -177,22 +177,36 @@ test("Cozystack's tenant roles are installed and aggregate as on the platform: v
 
 test('no etcd or kube-* process outlives the run that started it, whether it ends by SIGTERM or SIGKILL', async () => {
   for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'test/e2e/env/standalone.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'test/e2e/env/standalone.ts')], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
+    let err = '';
     child.stdout!.setEncoding('utf8');
+    child.stderr!.setEncoding('utf8');
     child.stdout!.on('data', (d: string) => (out += d));
-    const pids = await waitFor(
-      'the standalone control plane to report its pids',
-      () => {
-        const line = out.split('\n').find((l) => l.startsWith('PIDS '));
-        return line ? (JSON.parse(line.slice(5)) as Record<string, number>) : undefined;
-      },
-      { timeoutMs: 60_000 },
-    );
-    assert.deepEqual(Object.keys(pids).sort(), ['etcd', 'kube-apiserver', 'kube-controller-manager']);
+    child.stderr!.on('data', (d: string) => (err += d));
     const exited = new Promise((r) => child.once('exit', r));
-    child.kill(signal);
-    await exited;
-    await waitFor(`every component gone after ${signal}`, () => Object.values(pids).every((pid) => !alive(pid)), { timeoutMs: 20_000 });
+    try {
+      const pids = await waitFor(
+        'the standalone control plane to report its pids',
+        () => {
+          // A standalone that failed to start has exited: say why at once instead of waiting out the deadline.
+          if (child.exitCode !== null) throw new Error(`the standalone control plane exited with ${child.exitCode}: ${err.slice(-2000)}`);
+          const line = out.split('\n').find((l) => l.startsWith('PIDS '));
+          return line ? (JSON.parse(line.slice(5)) as Record<string, number>) : undefined;
+        },
+        // Its own start deadline is 60 s; on a loaded machine the three components may need most of it.
+        { timeoutMs: 90_000 },
+      );
+      assert.deepEqual(Object.keys(pids).sort(), ['etcd', 'kube-apiserver', 'kube-controller-manager']);
+      child.kill(signal);
+      await exited;
+      await waitFor(`every component gone after ${signal}`, () => Object.values(pids).every((pid) => !alive(pid)), { timeoutMs: 20_000 });
+    } finally {
+      // On any failure above, the standalone must not outlive this test (it would hold the file open).
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    }
   }
 });

@@ -9,7 +9,8 @@
 //   node test/e2e/run.ts a.test.ts b.test.ts    # these files, 1 shard (one control plane)
 //   node test/e2e/run.ts --shards 1             # every file on one plane, one after another
 //   node test/e2e/run.ts --write-durations      # also record this run's per-file durations
-// MC_E2E_SHARDS sets the default number of shards.
+// MC_E2E_SHARDS sets the default number of shards. A file that does not end within its deadline fails the
+// run with its output so far (see FILE_DEADLINE).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -30,8 +31,18 @@ function findTests(dir: string): string[] {
 }
 
 const DURATIONS_FILE = join(REPO_ROOT, 'test/e2e/durations.json');
-// A file's whole `node --test` run may take this long (the slowest file takes ~2 min on a busy box).
-const FILE_TIMEOUT_MS = 10 * 60_000;
+// One test may take this long (node's --test-timeout is per test, not per file).
+const TEST_TIMEOUT_MS = 10 * 60_000;
+// A whole file gets 3× its recorded duration, at least 4 min and at most 20 min (10 min when never
+// measured). Past it the file's process group is ended and the file fails with what it printed so far: a
+// file that never ends (a test's child holding its output pipe, a wait without deadline) must fail the run,
+// not hang it until CI's own limit kills everything without a word.
+const FILE_DEADLINE = { factor: 3, minMs: 4 * 60_000, maxMs: 20 * 60_000, unknownMs: 10 * 60_000 };
+// While files run, a line every 2 min says which file each plane is on and for how long.
+const HEARTBEAT_MS = 2 * 60_000;
+// After a file's process exits, its output pipes get this long to close: a grandchild that inherited them
+// (and outlived the file) must not keep the runner waiting.
+const PIPE_DRAIN_MS = 5_000;
 
 const argv = process.argv.slice(2);
 const flagValue = (name: string): string | undefined => {
@@ -65,29 +76,73 @@ let interrupted = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.on(sig, () => {
     interrupted = true;
-    for (const c of running) c.kill(sig);
+    for (const c of running) endGroup(c.pid, sig);
   });
 }
 
+function fileDeadlineMs(file: string): number {
+  // MC_E2E_FILE_DEADLINE_MS overrides the deadline of every file (to see the runner end a stuck file).
+  const forced = Number(process.env.MC_E2E_FILE_DEADLINE_MS);
+  if (forced > 0) return forced;
+  const known = knownDurations()[relative(REPO_ROOT, file)];
+  if (known === undefined) return FILE_DEADLINE.unknownMs;
+  return Math.min(FILE_DEADLINE.maxMs, Math.max(FILE_DEADLINE.minMs, known * 1000 * FILE_DEADLINE.factor));
+}
+
+/** Ends the file's process group (the file and every process it started that did not leave the group). */
+function endGroup(pid: number | undefined, sig: NodeJS.Signals): void {
+  if (!pid) return;
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    /* the group is already gone */
+  }
+}
+
+const current = new Map<number, { file: string; since: number }>();
+
 function runFile(file: string, shard: number, descriptor: string): Promise<FileResult> {
   const t0 = Date.now();
+  const deadlineMs = fileDeadlineMs(file);
   return new Promise((resolve) => {
+    // Its own process group (detached), so that the file and whatever it started can be ended together.
+    // --test-isolation=none runs the file's tests in this very process, and --test-force-exit ends it when
+    // its tests have, even if a handle is left open (a leaked grandchild is then ended with the group).
     const child = spawn(
       process.execPath,
-      ['--test', '--test-reporter=spec', `--test-timeout=${FILE_TIMEOUT_MS}`, file],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: descriptor } },
+      ['--test', '--test-reporter=spec', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-isolation=none', '--test-force-exit', file],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: descriptor }, detached: true },
     );
     running.add(child);
+    current.set(shard, { file, since: t0 });
     const out: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));
     child.stderr.on('data', (c: Buffer) => out.push(c));
-    child.on('close', (c, sig) => {
+    let timedOut = false;
+    const deadline = setTimeout(() => {
+      timedOut = true;
+      endGroup(child.pid, 'SIGTERM');
+      setTimeout(() => endGroup(child.pid, 'SIGKILL'), 10_000).unref();
+    }, deadlineMs);
+    let done = false;
+    const finish = (c: number | null, sig: NodeJS.Signals | null): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(deadline);
       running.delete(child);
-      const r: FileResult = { file, shard, code: c ?? (sig ? 1 : 0), seconds: Math.round((Date.now() - t0) / 100) / 10 };
-      const head = `── [plane ${shard + 1}] ${relative(REPO_ROOT, file)}: ${r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`} in ${r.seconds} s`;
-      process.stdout.write(`\n${head}\n${Buffer.concat(out).toString('utf8')}`);
+      current.delete(shard);
+      // Whatever the file left running in its group goes with it.
+      endGroup(child.pid, 'SIGKILL');
+      child.stdout.destroy();
+      child.stderr.destroy();
+      const seconds = Math.round((Date.now() - t0) / 100) / 10;
+      const r: FileResult = { file, shard, code: timedOut ? 124 : (c ?? (sig ? 1 : 0)), seconds };
+      const verdict = timedOut ? `FAILED (no end within its deadline of ${Math.round(deadlineMs / 1000)} s; its process group was ended)` : r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`;
+      process.stdout.write(`\n── [plane ${shard + 1}] ${relative(REPO_ROOT, file)}: ${verdict} in ${r.seconds} s\n${Buffer.concat(out).toString('utf8')}`);
       resolve(r);
-    });
+    };
+    child.on('close', finish);
+    child.on('exit', (c, sig) => setTimeout(() => finish(c, sig), PIPE_DRAIN_MS).unref());
   });
 }
 
@@ -128,6 +183,12 @@ async function runShard(shard: number, list: string[]): Promise<{ results: FileR
 
 const plan = planShards(files, shardCount, knownDurations(), (f) => relative(REPO_ROOT, f));
 const t0 = Date.now();
+const heartbeat = setInterval(() => {
+  const now = Date.now();
+  const lines = [...current.entries()].sort(([a], [b]) => a - b).map(([i, c]) => `plane ${i + 1}: ${relative(REPO_ROOT, c.file)} for ${Math.round((now - c.since) / 1000)} s`);
+  console.error(`[testenv] ${Math.round((now - t0) / 1000)} s in; running: ${lines.join('; ') || 'nothing'}`);
+}, HEARTBEAT_MS);
+heartbeat.unref();
 console.error(`[testenv] ${files.length} files on ${plan.length} control plane(s): ${plan.map((s, i) => `plane ${i + 1}: ${s.length} files`).join(', ')}`);
 const shards = await Promise.all(plan.map((list, i) => runShard(i, list)));
 const all = shards.flatMap((s) => s.results);

@@ -298,7 +298,7 @@ export class ControlPlane {
         '--unsafe-no-fsync',
         '--quota-backend-bytes', String(4 * 1024 * 1024 * 1024),
       ]);
-      await until('etcd', deadline, async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok, cp.proc('etcd'), cp.log('etcd'));
+      await until('etcd', deadline, async () => (await fetch(`http://127.0.0.1:${etcdPort}/health`, { signal: AbortSignal.timeout(2000) })).ok, cp.proc('etcd'), cp.log('etcd'));
 
       const apiArgs = [
         `--etcd-servers=http://127.0.0.1:${etcdPort}`,
