@@ -160,12 +160,23 @@ export async function installStandInCRDs(c: KubeClient): Promise<void> {
 }
 
 /** Whether a process with this pid exists (signal 0 probes without signalling). */
+/**
+ * Whether `pid` still runs. A zombie does not: a component whose parent died is reparented to PID 1,
+ * and where PID 1 does not reap (a container whose first process is not an init) it stays a zombie —
+ * ended, holding nothing, yet still answering signal 0.
+ */
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) S ..." — the state follows the last ')' (comm may hold spaces).
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true;
   }
 }
 
