@@ -84,7 +84,7 @@ inputs_hash() {
   {
     printf '%s\n' "$REF" "$NODE_VERSION" "$NODE_INTEGRITY" "${DEBIAN_PACKAGES[@]}" "$IMAGE_UID" "$ARCH"
     sha256sum scripts/build-image.sh package.json package-lock.json tsconfig.json tsconfig.build.json
-    find src -type f -name '*.ts' ! -name '*.test.ts' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+    find src crds -type f \( -name '*.ts' -o -name '*.yaml' \) ! -name '*.test.ts' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
 }
 HASH="$(inputs_hash)"
@@ -135,6 +135,8 @@ mkdir -p "$APP"
 cp package.json package-lock.json "$APP/"
 (cd "$APP" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >"$WORK/npm-ci.log" 2>&1) || { cat "$WORK/npm-ci.log" >&2; exit 1; }
 cp -r "$WORK/dist" "$APP/dist"
+# The CRDs: the typed models (dist/api/models.js) validate our kinds against their schemas, read from here.
+cp -r crds "$APP/crds"
 rm -f "$APP/package-lock.json"
 
 # --- users, /tmp, ownership ---------------------------------------------------------------------------

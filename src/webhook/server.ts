@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../runtime/kube.ts';
 import { GROUP, KIND_SOURCE, KIND_TASK } from '../api/types.ts';
+import { sourceSchemaProblems, taskSchemaProblems } from '../api/models.ts';
 import { ServiceCIDRResolver } from '../preflight/cidr.ts';
 import type { CertSource } from './certs.ts';
 import type { KeyringSource } from '../credentials/keyring.ts';
@@ -59,6 +60,20 @@ export interface WebhookServer {
   close(): Promise<void>;
 }
 
+/**
+ * A denial listing the object's schema violations (each naming its field), or undefined when it matches.
+ * The early (mutating) pass runs before the API server's own schema validation, so without this a wrong
+ * type in a field our rules do not read would reach the seal step or be judged by rules that assume it.
+ */
+function schemaVerdict(kind: string, problems: string[]): Verdict | undefined {
+  if (!problems.length) return undefined;
+  const shown = problems.slice(0, MAX_SCHEMA_PROBLEMS);
+  const more = problems.length - shown.length;
+  return verdict([...shown.map((p) => `${p} (the ${kind} schema)`), ...(more > 0 ? [`and ${more} more schema violation(s)`] : [])], []);
+}
+// A garbage object can break hundreds of rules; the tenant needs the first few, the response stays small.
+const MAX_SCHEMA_PROBLEMS = 10;
+
 export interface Reviewer {
   review(path: string, body: unknown): Promise<AdmissionReview>;
 }
@@ -97,15 +112,20 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
       }
       // The early (mutating) pass denies, or seals the passwords; its warnings would be shown twice.
       if (!v.allowed || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return verdict(v.problems, []);
+      // Our rules passed; the CRD's schema must too before a patch is computed on this object.
+      const structural = schemaVerdict(KIND_SOURCE, sourceSchemaProblems(req.object));
+      if (structural) return structural;
       let ring = await o.keyring.get();
       if (sealedKidsIn(req.object).some((k) => !ring.keys.has(k)) || sealedKidsIn(req.oldObject).some((k) => !ring.keys.has(k))) ring = await o.keyring.get({ fresh: true });
       const sealed = sealSourcePasswords(ring, namespace, req.object, req.oldObject);
       return { ...verdict(sealed.problems, []), patch: sealed.patch };
     }
     if (path === PATHS.earlyTask) {
-      // Before the schema: structural problems only, denials only (the validating pass warns).
+      // Before the schema: structural problems only, denials only (the validating pass warns). Our own
+      // rules speak first (their messages say what to do); what they do not cover, the CRD's schema does.
       const v = validateTask(req.operation, req.object, req.oldObject, undefined);
-      return verdict(v.problems, []);
+      if (!v.allowed || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return verdict(v.problems, []);
+      return schemaVerdict(KIND_TASK, taskSchemaProblems(req.object)) ?? verdict([], []);
     }
     if (req.operation === 'UPDATE' || !obj) return validateTask(req.operation, req.object, req.oldObject, undefined);
     // Facts about a namespace (its source's readiness, VM and disk counts, ESXi addresses, quotas) go
