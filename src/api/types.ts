@@ -168,12 +168,27 @@ export interface TaskNetworkMapping {
   name?: string;
 }
 
+/**
+ * cold: each source VM is powered off for its whole transfer. warm: disks are copied while the VM runs
+ * (Forklift precopies through vSphere changed block tracking), and the VM is powered off only at cutover
+ * for a final delta.
+ */
+export const TASK_MODES = ['cold', 'warm'] as const;
+export type TaskMode = (typeof TASK_MODES)[number];
+
 export interface VMImportTaskSpec {
   sourceRef: { name: string };
   vms: TaskVM[];
   /** Empty → the cluster default class. Must bind Immediate. */
   storageClass?: string;
   networks?: TaskNetworkMapping[];
+  /** Absent → cold (the CRD defaults it). Immutable. */
+  mode?: TaskMode;
+  /**
+   * Warm only: when to cut over (RFC 3339); absent → precopy until the tenant sets it. The only mutable
+   * field of an accepted task: it may be set, or moved earlier, until cutover starts (src/api/warm.ts).
+   */
+  cutover?: string;
 }
 
 export const TASK_PHASES = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;

@@ -126,3 +126,70 @@ test('a Multus attachment in another namespace is refused: the VMInstance attach
   // The same attachment named in the task's own namespace, or by its bare name, passes.
   for (const name of ['t/backup', 'backup']) assert.deepEqual(validateTask('CREATE', task({ networks: [{ source: 'network-1', type: 'multus', name }] }), undefined, facts()).problems, []);
 });
+
+// ---------------------------------------------------------------------------------------------------
+// Warm imports: spec.mode and spec.cutover (issue 17)
+// ---------------------------------------------------------------------------------------------------
+
+const warm = (cutover?: string, extra: Record<string, unknown> = {}) => task({ mode: 'warm', ...(cutover === undefined ? {} : { cutover }), ...extra });
+const withStatus = (t: ReturnType<typeof task>, status: Record<string, unknown>) => ({ ...t, status });
+
+test('a warm task with or without a cutover time is admitted; a cold one is the default', () => {
+  assert.deepEqual(validateTask('CREATE', warm(), undefined, facts()).problems, []);
+  assert.deepEqual(validateTask('CREATE', warm('2026-12-01T02:00:00Z'), undefined, facts()).problems, []);
+  assert.deepEqual(validateTask('CREATE', warm('2026-12-01T02:00:00.5+01:00'), undefined, undefined).problems, []);
+  assert.deepEqual(validateTask('CREATE', task({ mode: 'cold' }), undefined, facts()).problems, []);
+});
+
+test('an unknown mode, a cutover that is not RFC 3339 and a cutover on a cold task are refused, each saying what to write', () => {
+  assert.deepEqual(validateTask('CREATE', task({ mode: 'hot' }), undefined, undefined).problems, ['spec.mode must be cold or warm (got "hot"); leave it out for cold']);
+  for (const bad of ['tomorrow', '2026-12-01', '2026-12-01 02:00', '2026-02-30T02:00:00Z', '2026-12-01T25:00:00Z', 1733018400]) {
+    assert.deepEqual(validateTask('CREATE', warm(bad as string), undefined, undefined).problems, [
+      `spec.cutover must be an RFC 3339 time such as 2026-12-01T02:00:00Z (got ${JSON.stringify(String(bad))}); leave it out to cut over only once you set it`,
+    ], String(bad));
+  }
+  assert.deepEqual(validateTask('CREATE', task({ cutover: '2026-12-01T02:00:00Z' }), undefined, undefined).problems, [
+    'spec.cutover applies to warm imports only (spec.mode: warm); a cold import powers each source VM off when its transfer starts, so there is no cutover to schedule',
+  ]);
+});
+
+test('an accepted warm task takes a cutover set, or moved earlier, and nothing else', () => {
+  const none = warm();
+  const at2 = warm('2026-12-01T02:00:00Z');
+  assert.deepEqual(validateTask('UPDATE', at2, none, undefined).problems, []);
+  assert.deepEqual(validateTask('UPDATE', warm('2026-12-01T01:00:00Z'), at2, undefined).problems, []);
+  // The same instant written in another offset is not a move.
+  assert.deepEqual(validateTask('UPDATE', warm('2026-12-01T03:00:00+01:00'), at2, undefined).problems, []);
+  assert.deepEqual(validateTask('UPDATE', warm('2026-12-01T03:00:00Z'), at2, undefined).problems, [
+    'spec.cutover may only be moved earlier: "2026-12-01T03:00:00Z" is later than the scheduled "2026-12-01T02:00:00Z"; a scheduled cutover can be brought forward (set it to the current time to cut over now) but not postponed',
+  ]);
+  assert.deepEqual(validateTask('UPDATE', none, at2, undefined).problems, [
+    'spec.cutover cannot be removed once set (it is "2026-12-01T02:00:00Z"): a cutover can be moved earlier but not cancelled or postponed; delete the task to abandon the import',
+  ]);
+  assert.deepEqual(validateTask('UPDATE', task({ mode: 'cold' }), none, undefined).problems, [
+    'spec.mode is immutable once the task is accepted (it is "warm"); delete this task and create a new one to import differently',
+  ]);
+  assert.deepEqual(validateTask('UPDATE', task({ cutover: '2026-12-01T02:00:00Z' }), task({}), undefined).problems, [
+    'spec.cutover applies to warm imports only (spec.mode: warm); a cold import powers each source VM off when its transfer starts, so there is no cutover to schedule',
+  ]);
+  assert.deepEqual(validateTask('UPDATE', warm('soon'), none, undefined).problems, [
+    'spec.cutover must be an RFC 3339 time such as 2026-12-01T02:00:00Z (got "soon"); leave it out to cut over only once you set it',
+  ]);
+  // A task stored before spec.mode existed is cold; writing mode: cold explicitly changes nothing.
+  assert.deepEqual(validateTask('UPDATE', task({ mode: 'cold' }), task({}), undefined).problems, []);
+});
+
+test('once a VM is cutting over, or the task has ended, the cutover no longer moves', () => {
+  const at2 = warm('2026-12-01T02:00:00Z');
+  const earlier = warm('2026-12-01T01:00:00Z');
+  const precopying = withStatus(at2, { phase: 'Transferring', vms: [{ id: 'vm-1', name: 'web', phase: 'Precopying' }] });
+  assert.deepEqual(validateTask('UPDATE', earlier, precopying, undefined).problems, []);
+  const cutting = withStatus(at2, { phase: 'Transferring', vms: [{ id: 'vm-2', name: 'db', phase: 'Precopying' }, { id: 'vm-1', name: 'web', phase: 'CuttingOver' }] });
+  assert.deepEqual(validateTask('UPDATE', earlier, cutting, undefined).problems, [
+    'spec.cutover cannot change: cutover has started (VM "web" is CuttingOver), so the source VMs are being powered off for the final copy',
+  ]);
+  const ended = withStatus(at2, { phase: 'Failed', completedAt: '2026-12-01T00:00:00Z', vms: [{ id: 'vm-1', name: 'web', phase: 'Failed' }] });
+  assert.deepEqual(validateTask('UPDATE', earlier, ended, undefined).problems, ['spec.cutover cannot change: the task has ended']);
+  // Status and metadata writes of a locked task still pass: only a change of spec.cutover is refused.
+  assert.equal(validateTask('UPDATE', { ...cutting, metadata: { ...cutting.metadata, finalizers: ['f'] } }, cutting, undefined).allowed, true);
+});

@@ -9,6 +9,8 @@ import { importBudget, quotaVerdict } from '../preflight/quota.ts';
 import { verdict, type Verdict } from './review.ts';
 import { asArray, asObject, asString, factError, factValue, nonEmpty, sameValue, show, type Fact, type JsonObject } from './fields.ts';
 import type { Operation } from './validate-source.ts';
+import { TASK_MODES, type VMImportTaskStatus } from '../api/types.ts';
+import { CUTOVER_STARTED_PHASES, cutoverLock, parseRFC3339 } from '../api/warm.ts';
 
 /** What the webhook needs from the Forklift inventory (src/forklift/inventory.ts implements more). */
 export interface InventoryVM {
@@ -52,7 +54,54 @@ export interface TaskFacts {
  */
 export const CONSERVATIVE_DISK_COUNT = 100;
 
-const IMMUTABLE = ['sourceRef', 'vms', 'storageClass', 'networks'] as const;
+const IMMUTABLE = ['sourceRef', 'vms', 'storageClass', 'networks', 'mode'] as const;
+
+/** An example RFC 3339 time for messages. */
+const CUTOVER_EXAMPLE = '2026-12-01T02:00:00Z';
+
+/** Problems of spec.mode and spec.cutover as the object shows them (create and update alike). */
+function modeProblems(spec: JsonObject): string[] {
+  const problems: string[] = [];
+  if (spec.mode !== undefined && !(TASK_MODES as readonly unknown[]).includes(spec.mode)) {
+    problems.push(`spec.mode must be cold or warm (got ${show(spec.mode)}); leave it out for cold`);
+  }
+  if (spec.cutover !== undefined && spec.cutover !== null) {
+    if (parseRFC3339(spec.cutover) === undefined) {
+      problems.push(`spec.cutover must be an RFC 3339 time such as ${CUTOVER_EXAMPLE} (got ${show(spec.cutover)}); leave it out to cut over only once you set it`);
+    } else if (spec.mode !== 'warm') {
+      problems.push('spec.cutover applies to warm imports only (spec.mode: warm); a cold import powers each source VM off when its transfer starts, so there is no cutover to schedule');
+    }
+  }
+  return problems;
+}
+
+/**
+ * The only change an accepted task takes: spec.cutover set, or moved earlier, while its cutover has not
+ * started. Postponing is refused because Forklift may already be acting on the earlier time
+ * (kubev2v/forklift@v2.11.5:pkg/controller/plan/migration.go, PhaseCopyingPaused: a VM leaves the
+ * precopy loop for cutover at its next pass once Migration.spec.cutover is not after now); removing it
+ * would leave a cutover already requested half-cancelled.
+ */
+function cutoverChangeProblems(oldSpec: JsonObject, spec: JsonObject, oldStatus: unknown): string[] {
+  const before = oldSpec.cutover ?? undefined;
+  const after = spec.cutover ?? undefined;
+  if (sameValue(before, after)) return [];
+  const lock = cutoverLock(asObject(oldStatus) as VMImportTaskStatus | undefined);
+  if (lock?.kind === 'ended') return ['spec.cutover cannot change: the task has ended'];
+  if (lock?.kind === 'started') {
+    const evidence = CUTOVER_STARTED_PHASES.includes(lock.phase) ? `VM ${show(lock.vm)} is ${lock.phase}` : `the source of VM ${show(lock.vm)} was powered off at ${lock.sourcePoweredOff}`;
+    return [`spec.cutover cannot change: cutover has started (${evidence}), so the source VMs are being powered off for the final copy`];
+  }
+  if (after === undefined) {
+    return [`spec.cutover cannot be removed once set (it is ${show(before)}): a cutover can be moved earlier but not cancelled or postponed; delete the task to abandon the import`];
+  }
+  const t1 = parseRFC3339(after);
+  const t0 = parseRFC3339(before);
+  if (t1 !== undefined && t0 !== undefined && t1 > t0) {
+    return [`spec.cutover may only be moved earlier: ${show(after)} is later than the scheduled ${show(before)}; a scheduled cutover can be brought forward (set it to the current time to cut over now) but not postponed`];
+  }
+  return [];
+}
 
 function isReady(source: JsonObject): { ready: boolean; reason?: string; message?: string } {
   const conds = asArray(asObject(source.status)?.conditions) ?? [];
@@ -75,7 +124,19 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
   if (operation === 'UPDATE') {
     const oldSpec = asObject(asObject(oldObject)?.spec) ?? {};
     for (const f of IMMUTABLE) {
-      if (!sameValue(oldSpec[f], spec?.[f])) problems.push(`spec.${f} is immutable once the task is accepted; delete this task and create a new one to import differently`);
+      // A task stored before spec.mode existed reads as cold, as the CRD's default makes it.
+      const [a, b] = f === 'mode' ? [oldSpec.mode ?? 'cold', spec?.mode ?? 'cold'] : [oldSpec[f], spec?.[f]];
+      if (!sameValue(a, b)) {
+        problems.push(
+          f === 'mode'
+            ? `spec.mode is immutable once the task is accepted (it is ${show(a)}); delete this task and create a new one to import differently`
+            : `spec.${f} is immutable once the task is accepted; delete this task and create a new one to import differently`,
+        );
+      }
+    }
+    if (spec && !problems.length) {
+      problems.push(...modeProblems(spec));
+      if (!problems.length) problems.push(...cutoverChangeProblems(oldSpec, spec, asObject(oldObject)?.status));
     }
     // Everything else was checked at creation; the cluster may have changed since (a class deleted,
     // a quota filled), and the controller's status and finalizer writes must keep passing.
@@ -83,6 +144,7 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
   }
 
   if (!spec) return verdict(['spec is required: sourceRef and vms'], []);
+  problems.push(...modeProblems(spec));
   const namespace = asString(asObject(obj.metadata)?.namespace) ?? '';
 
   // sourceRef

@@ -7,7 +7,7 @@ import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import ts from 'typescript';
-import { TASK_PHASES, VM_PHASES } from '../../src/api/types.ts';
+import { TASK_MODES, TASK_PHASES, VM_PHASES } from '../../src/api/types.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -37,7 +37,7 @@ interface CRD {
       served: boolean;
       storage: boolean;
       subresources?: { status?: object };
-      additionalPrinterColumns?: Array<{ name: string; type: string; jsonPath: string }>;
+      additionalPrinterColumns?: Array<{ name: string; type: string; jsonPath: string; priority?: number }>;
       schema: { openAPIV3Schema: Schema };
     }>;
   };
@@ -143,12 +143,13 @@ test('kubectl get vmisrc shows Type, URL, Ready, Reason and Age', () => {
   );
 });
 
-test('kubectl get vmit shows Source, Phase, Progress, Ready and Age', () => {
+test('kubectl get vmit shows Source, Mode, Phase, Progress, Ready and Age, and -o wide the cutover time', () => {
   const cols = TASK.spec.versions[0]!.additionalPrinterColumns!;
   assert.deepEqual(
-    cols.map((c) => [c.name, c.jsonPath]),
-    [['Source', '.spec.sourceRef.name'], ['Phase', '.status.phase'], ['Progress', '.status.progress'], ['Ready', `${READY}.status`], ['Age', '.metadata.creationTimestamp']],
+    cols.filter((c) => !c.priority).map((c) => [c.name, c.jsonPath]),
+    [['Source', '.spec.sourceRef.name'], ['Mode', '.spec.mode'], ['Phase', '.status.phase'], ['Progress', '.status.progress'], ['Ready', `${READY}.status`], ['Age', '.metadata.creationTimestamp']],
   );
+  assert.deepEqual(cols.filter((c) => c.priority).map((c) => [c.name, c.jsonPath]), [['Cutover', '.spec.cutover']]);
 });
 
 test('a source URL must be https and a VM id a managed-object reference', () => {
@@ -173,7 +174,7 @@ for (const st of sf.statements) {
   if (ts.isTypeAliasDeclaration(st)) aliases.set(st.name.text, st);
 }
 /** Type aliases whose values are runtime arrays (`(typeof X)[number]`). */
-const ENUM_ALIASES: Record<string, readonly string[]> = { TaskPhase: TASK_PHASES, VMPhase: VM_PHASES };
+const ENUM_ALIASES: Record<string, readonly string[]> = { TaskPhase: TASK_PHASES, VMPhase: VM_PHASES, TaskMode: TASK_MODES };
 
 function compareMembers(members: ts.NodeArray<ts.TypeElement>, s: Schema, path: string, out: string[]): void {
   if (s.type !== 'object') out.push(`${path}: schema type ${s.type}, expected object`);
