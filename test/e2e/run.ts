@@ -33,11 +33,11 @@ function findTests(dir: string): string[] {
 const DURATIONS_FILE = join(REPO_ROOT, 'test/e2e/durations.json');
 // One test may take this long (node's --test-timeout is per test, not per file).
 const TEST_TIMEOUT_MS = 10 * 60_000;
-// A whole file gets 3× its recorded duration, at least 4 min and at most 20 min (10 min when never
+// A whole file gets 4× its recorded duration, at least 5 min and at most 25 min (10 min when never
 // measured). Past it the file's process group is ended and the file fails with what it printed so far: a
 // file that never ends (a test's child holding its output pipe, a wait without deadline) must fail the run,
 // not hang it until CI's own limit kills everything without a word.
-const FILE_DEADLINE = { factor: 3, minMs: 4 * 60_000, maxMs: 20 * 60_000, unknownMs: 10 * 60_000 };
+const FILE_DEADLINE = { factor: 4, minMs: 5 * 60_000, maxMs: 25 * 60_000, unknownMs: 10 * 60_000 };
 // While files run, a line every 2 min says which file each plane is on and for how long.
 const HEARTBEAT_MS = 2 * 60_000;
 // After a file's process exits, its output pipes get this long to close: a grandchild that inherited them
