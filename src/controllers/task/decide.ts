@@ -1,0 +1,239 @@
+// The pure core of a task's per-VM pass: from what was observed, the ONE next action and the status it
+// records. Observation is gathered by observe.ts, actions are executed by effects.ts, the task's status is
+// derived by status.ts; reconciler.ts only loops. Every branch names what it prevents.
+//
+// Decision table (first match wins):
+//   recorded phase terminal ............................................ none (a terminal VM is a record)
+//   no Plan, never started ............................................. create-plan
+//   no Plan, started ................................................... fail Failed (Plan disappeared)
+//   no Migration, started .............................................. fail Canceled (Migration deleted)
+//   no Migration, Plan has hard blockers ............................... fail (blockers translated)
+//   no Migration, Plan not Ready ....................................... report Validating
+//   no Migration, Plan Ready ........................................... create-migration
+//   Migration, no run for the VM, hard Migration conditions ............ fail (conditions translated)
+//   Migration, no run for the VM ....................................... report Transferring (waiting)
+//   run moving bytes: converting / idle past the stall limit / else .... report Converting / stalled / report
+//   run before any byte, idle past the stall limit / else .............. stalled / report Transferring
+//   run canceled ....................................................... fail Canceled
+//   run failed ......................................................... fail (Forklift's errors translated)
+//   transfer done, Forklift still building the VM ...................... report Creating
+//   Forklift Succeeded, no output and the handoff never started ........ fail EngineReportedSuccessWithoutOutput
+//   Forklift Succeeded ................................................. handoff (its own checkpoint machine)
+import { SourceReason, TaskReason } from '../../api/conditions.ts';
+import type { VMStatus } from '../../api/types.ts';
+import { SUCCESS_WITHOUT_OUTPUT_MESSAGE } from '../../forklift/failures.ts';
+import { currentStep, sourcePoweredOff, transferDone, type VMMigration } from '../../forklift/migration.ts';
+import { describeCondition, type ForkliftCondition, type PlanVerdict } from '../../forklift/plan.ts';
+import { isStalled } from '../../forklift/progress.ts';
+import { failVM } from './preflight.ts';
+import { isTerminalPhase } from './status.ts';
+
+/**
+ * Plan blockers that mean "not yet" rather than "never": the maps and providers are created moments
+ * before the Plan and validate asynchronously. Anything else Critical/Error fails the VM.
+ */
+export const TRANSIENT_BLOCKERS: ReadonlySet<string> = new Set(['NetworkMapNotReady', 'StorageMapNotReady', 'SourceProviderNotReady', 'DestinationProviderNotReady', 'ProviderNotReady', 'ValidatingVDDK']);
+
+/** Itinerary phases reached only once every disk is copied: CreateVM, PostHook, Completed. */
+const PHASES_AFTER_COPY: ReadonlySet<string> = new Set(['CreateVM', 'PostHook', 'Completed']);
+
+/** Bytes of a transfer as last seen, with the progress view computed against the previous sample. */
+export interface TransferView {
+  totalBytes: number;
+  doneBytes: number;
+  percent: number;
+  bytesPerSecond?: number;
+  etaSeconds?: number;
+  /** Epoch ms when bytesDone last increased. */
+  lastChangeAt: number;
+  /** Milliseconds since the bytes last moved, by this view alone. */
+  idleMs: number;
+  /** CDI downloaded everything and converts with the counter frozen. */
+  converting: boolean;
+  /** The bytes come from the DataVolumes (no DiskTransfer step reported them). */
+  fromDataVolumes: boolean;
+}
+
+/** Everything known about one VM of a task in this pass, observed afresh (caches behind expectations, or live). */
+export interface VMObservation {
+  /** The VM's status as last recorded. */
+  status: VMStatus;
+  /** The name of the VM's Migration (deterministic). */
+  migrationName: string;
+  now: Date;
+  stallAfterMs: number;
+  /** Forklift's Plan for the VM (absence confirmed live once the VM started). */
+  plan?: { verdict: PlanVerdict };
+  /** The Migration of the Plan (absence confirmed live once the VM started). */
+  migration?: { creationTimestamp?: string; conditions: ForkliftCondition[] };
+  /** The VM's run, from the Migration (else the Plan's history). */
+  run?: VMMigration;
+  /** Bytes moving (from the DiskTransfer step, else the DataVolumes). */
+  transfer?: TransferView;
+  /** How long since the DataVolumes' own bytes last moved (the second witness against a false stall). */
+  dataVolumeIdleMs?: number;
+  /** Before any bytes are reported: how long since the run started without progress. */
+  idleBeforeBytesMs?: number;
+  /** Once Forklift says Succeeded: what it produced and whether the handoff had begun on it. */
+  outputs?: { handoffStarted: boolean; succeededWithoutOutput: boolean };
+}
+
+export type VMAction =
+  /** Nothing to do: the VM is terminal. */
+  | { type: 'none'; status: VMStatus }
+  /** Create the VM's Plan (deterministic name; AlreadyExists tolerated). */
+  | { type: 'create-plan'; status: VMStatus }
+  /** Create the Plan's Migration: the run starts. */
+  | { type: 'create-migration'; status: VMStatus }
+  /** Nothing to write but the status. */
+  | { type: 'report'; status: VMStatus }
+  /** Terminal failure with a final reason and message. */
+  | { type: 'fail'; status: VMStatus }
+  /** Terminal failure whose words need a diagnosis (host, source) from the inventory: translated by effects. */
+  | { type: 'fail-diagnosed'; status: VMStatus; blockers?: ForkliftCondition[]; text?: string }
+  /** The transfer moved nothing for too long: diagnose (claims' events, host) or cancel a VDDK wait. */
+  | { type: 'stalled'; status: VMStatus; idleMs: number; percent: number }
+  /** The transfer is done and Forklift succeeded: the handoff's checkpoint machine takes its next step. */
+  | { type: 'handoff'; status: VMStatus };
+
+export type VMActionType = VMAction['type'];
+
+function iso(d: Date): string {
+  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** Forklift's timestamp (any precision) in our RFC 3339 seconds form; `fallback` when absent or unparsable. */
+export function stampOf(x: string | undefined, fallback: Date): string {
+  const t = x ? Date.parse(x) : NaN;
+  return iso(Number.isFinite(t) ? new Date(t) : fallback);
+}
+
+/** The later of an observed time and a recorded earlier milestone: timestamps never run backwards. */
+export function notBefore(now: Date, earlier: string | undefined): string {
+  const e = earlier ? Date.parse(earlier) : NaN;
+  return iso(Number.isFinite(e) && e > now.getTime() ? new Date(e) : now);
+}
+
+/**
+ * Without a DiskTransfer step, the bytes were last seen on the DataVolumes, which Forklift deletes once
+ * it builds the VM: a copy recorded complete in status is done, not a transfer that stopped moving.
+ */
+export function copiedEarlier(v0: VMStatus, run: VMMigration): boolean {
+  if (run.transfer) return false;
+  // The cold itinerary's phases after the copy (kubev2v/forklift@v2.11.5:pkg/controller/plan/migrator/base/migrator.go).
+  if (run.phase && PHASES_AFTER_COPY.has(run.phase)) return true;
+  return (v0.bytesTotal ?? 0) > 0 && (v0.bytesDone ?? 0) >= v0.bytesTotal!;
+}
+
+/** True while Forklift's run neither failed, nor was canceled, nor succeeded. */
+export function runIsRunning(run: VMMigration): boolean {
+  return !run.failed && !run.canceled && !run.succeeded;
+}
+
+/** The ONE next action for one VM. Pure: same observation, same answer. */
+export function nextVMAction(o: VMObservation): VMAction {
+  const v0 = o.status;
+  if (isTerminalPhase(v0.phase)) return { type: 'none', status: v0 };
+  const now = o.now;
+  let v: VMStatus = { ...v0, timestamps: { ...(v0.timestamps ?? {}) } };
+  const ts = v.timestamps!;
+  const pName = v.plan ?? '';
+
+  if (!o.plan) {
+    // A Plan that vanished under a running VM cannot be recreated: its run, its claims went with it.
+    if (ts.started) return { type: 'fail', status: failVM(v, TaskReason.Failed, `Forklift Plan ${pName} disappeared while the VM was migrating; create a new task`) };
+    return { type: 'create-plan', status: { ...v, phase: 'Validating', reason: TaskReason.Validating, message: 'Forklift is validating the plan' } };
+  }
+  if (!o.migration) {
+    // Deleting the active Migration cancels the run (docs/forklift-contract.md, Plan): never restart it behind the tenant's back.
+    if (ts.started) return { type: 'fail', status: failVM(v, TaskReason.Canceled, `Forklift Migration ${o.migrationName} was deleted while the VM was migrating (the run is canceled); create a new task`) };
+    const hard = o.plan.verdict.blockers.filter((b) => !TRANSIENT_BLOCKERS.has(b.type));
+    if (hard.length) return { type: 'fail-diagnosed', status: v, blockers: hard };
+    if (!o.plan.verdict.ready) {
+      const waiting = o.plan.verdict.blockers.filter((c) => TRANSIENT_BLOCKERS.has(c.type)).map(describeCondition);
+      return { type: 'report', status: { ...v, phase: 'Validating', reason: TaskReason.Validating, message: `Forklift is validating the plan${waiting.length ? `: ${waiting.join('; ')}` : ''}` } };
+    }
+    ts.started = iso(now);
+    return { type: 'create-migration', status: { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: 'migration started' } };
+  }
+  ts.started ??= stampOf(o.migration.creationTimestamp, now);
+  const run = o.run;
+  if (!run) {
+    const hard = o.migration.conditions.filter((c) => (c.category === 'Critical' || c.category === 'Error') && c.type !== 'PlanNotReady');
+    if (hard.length) return { type: 'fail-diagnosed', status: v, blockers: hard };
+    return { type: 'report', status: { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: 'waiting for Forklift to start the migration' } };
+  }
+  if (!ts.sourcePoweredOff && sourcePoweredOff(run)) ts.sourcePoweredOff = stampOf(run.pipeline.find((s) => s.name === 'DiskTransfer')?.started, now);
+
+  const running = runIsRunning(run);
+  const t = o.transfer;
+  if (t && t.totalBytes > 0) {
+    v = {
+      ...v,
+      bytesTotal: t.totalBytes,
+      bytesDone: t.doneBytes,
+      progress: t.percent,
+      bytesPerSecond: t.bytesPerSecond,
+      etaSeconds: t.etaSeconds,
+      lastProgressTime: iso(new Date(t.lastChangeAt)),
+    };
+    if (running && !transferDone(run) && !(t.fromDataVolumes && t.doneBytes >= t.totalBytes)) {
+      if (t.converting) {
+        return { type: 'report', status: { ...v, phase: 'Transferring', reason: TaskReason.Converting, message: `converting: the data is downloaded and CDI is writing it to the target volume (qemu-img convert; about 30 min per 230 GiB); progress stays at ${t.percent}% meanwhile` } };
+      }
+      const idleMs = Math.min(t.idleMs, o.dataVolumeIdleMs ?? Infinity);
+      if (isStalled({ idleMs, stallAfterMs: o.stallAfterMs, converting: false })) return { type: 'stalled', status: v, idleMs, percent: t.percent };
+      const step = currentStep(run);
+      return { type: 'report', status: { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: `${step ?? run.phase ?? 'starting'}${run.phase ? ` (${run.phase})` : ''}` } };
+    }
+  } else if (running && !copiedEarlier(v0, run)) {
+    // Before the DiskTransfer step reports sizes: a stall here is measured from the start.
+    const idleMs = Math.min(o.idleBeforeBytesMs ?? 0, o.dataVolumeIdleMs ?? Infinity);
+    if (isStalled({ idleMs, stallAfterMs: o.stallAfterMs, converting: false })) return { type: 'stalled', status: v, idleMs, percent: 0 };
+    return { type: 'report', status: { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? 'queued behind Forklift\'s in-flight limit' : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` } };
+  }
+
+  if (run.canceled) return { type: 'fail', status: failVM(v, TaskReason.Canceled, `Forklift canceled the migration${run.errors.length ? `: ${run.errors.join('; ')}` : ''}; create a new task`) };
+  if (run.failed) {
+    let text = run.errors.join('; ');
+    if (!text) text = o.migration.conditions.filter((c) => c.type === 'Failed').map(describeCondition).join('; ') || 'The VM migration has FAILED.';
+    return { type: 'fail-diagnosed', status: v, text };
+  }
+  // transferred
+  if (!ts.transferred) ts.transferred = stampOf(run.transfer?.completed, now);
+  v = { ...v, progress: 100, bytesDone: v.bytesTotal ?? v.bytesDone, bytesPerSecond: undefined, etaSeconds: 0, lastProgressTime: undefined };
+  if (!run.succeeded) return { type: 'report', status: { ...v, phase: 'Creating', reason: TaskReason.Creating, message: `transfer complete; Forklift is creating the VM (${run.phase ?? ''})` } };
+  // Forklift says Succeeded: outputs must exist (the retry trap), unless the handoff already consumed them.
+  if (o.outputs && !o.outputs.handoffStarted && o.outputs.succeededWithoutOutput) {
+    return { type: 'fail', status: failVM(v, TaskReason.EngineReportedSuccessWithoutOutput, SUCCESS_WITHOUT_OUTPUT_MESSAGE) };
+  }
+  return { type: 'handoff', status: v };
+}
+
+
+/** What the task-level gate saw before any VM is examined (only asked while some VM still needs preflight). */
+export interface TaskGateObservation {
+  namespace: string;
+  sourceName: string;
+  /** The source as it exists now (undefined: not found). */
+  source?: { name: string; ready?: { status?: string; reason?: string; message?: string }; providerUID?: string };
+  forkliftInstalled: boolean;
+}
+
+/**
+ * The task-wide wait before preflight: the source must exist and be Ready with its provider, and Forklift
+ * must be installed. Each wait names what the tenant (or operator) does about it; the task proceeds by
+ * itself once the watches on sources and CRDs report the change. Undefined: go on.
+ */
+export function taskGate(o: TaskGateObservation): { reason: string; message: string } | undefined {
+  if (!o.source) return { reason: TaskReason.SourceNotFound, message: `VMImportSource "${o.sourceName}" does not exist in namespace ${o.namespace}; create it (the task proceeds by itself once it is Ready)` };
+  const ready = o.source.ready;
+  if (ready?.status !== 'True' || !o.source.providerUID) {
+    const why = ready ? `${ready.reason}${ready.message ? `: ${ready.message}` : ''}` : 'it has not reported Ready yet';
+    // A source gated on an engine too old for our Plans: the task says so in its own reason.
+    const reason = ready?.reason === SourceReason.ForkliftTooOld ? TaskReason.ForkliftTooOld : TaskReason.SourceNotReady;
+    return { reason, message: `VMImportSource "${o.source.name}" is not Ready (${why}); the task proceeds by itself once it is` };
+  }
+  if (!o.forkliftInstalled) return { reason: TaskReason.ForkliftNotInstalled, message: 'Forklift (forklift.konveyor.io) is not installed; the task proceeds by itself once it is' };
+  return undefined;
+}

@@ -1,0 +1,281 @@
+// Effects of the task reconciler: the writes one decided action makes (create a Plan or Migration, cancel
+// a VM's run, the handoff's next step), the diagnosis a failure message needs, the status write with its
+// Events and metrics, and the deletion of a task's Forklift objects. Each write is idempotent or carries
+// preconditions, so a step decided on a stale read fails harmlessly and a crash between two is resumed.
+import { TaskReason } from '../../api/conditions.ts';
+import { FINALIZER, LABEL_TASK_UID, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
+import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
+import { translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
+import type { ProviderRefs } from '../../forklift/maps.ts';
+import { renderMigration } from '../../forklift/migration.ts';
+import { renderPlan } from '../../forklift/plan.ts';
+import { stallMessage, type ClaimEventLike } from '../../forklift/progress.ts';
+import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
+import { GVRs, type GVR } from '../../runtime/gvr.ts';
+import { ApiError, isAlreadyExists, isNotFound, type KubeObject } from '../../runtime/kube.ts';
+import type { ReconcileContext, Result } from '../../runtime/reconciler.ts';
+import { patchStatus } from '../../runtime/status.ts';
+import { reconcileHandoff } from '../handoff/index.ts';
+import { notBefore, type VMAction } from './decide.ts';
+import type { TaskMemory } from './memory.ts';
+import type { TaskMetrics } from './metrics.ts';
+import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, listOptional, taskKey, type VMObjects } from './observe.ts';
+import { advertisedAddress, failVM, hostDescription, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
+import { deriveTaskStatus } from './status.ts';
+
+/** While deleting: poll for the Forklift objects to be gone (Forklift may hold finalizers on them). */
+const DELETE_POLL_MS = 2_000;
+
+/** What the effects need beside the API server: the inventory, the service CIDRs, memory and metrics. */
+export interface TaskEffects {
+  inventory: TaskInventory;
+  cidr: CIDRSource;
+  mem: TaskMemory;
+  metrics: TaskMetrics;
+}
+
+/** The service-CIDR source of a controller: the probe runs only in its own namespace. */
+export function defaultCIDRSource(ctx: ReconcileContext, serviceCIDR: string | undefined, podNamespace: string): CIDRSource {
+  // The probe Service (Kubernetes < 1.33) is tried only in the controller's own namespace: the
+  // controller may create Services nowhere else (docs/security.md).
+  const resolver = new ServiceCIDRResolver(ctx.client, { override: serviceCIDR });
+  return { resolve: () => resolver.resolve(podNamespace) };
+}
+
+export async function createIfAbsent(ctx: ReconcileContext, mem: TaskMemory, gvr: GVR, obj: KubeObject): Promise<KubeObject> {
+  try {
+    const created = await ctx.client.create(gvr, obj);
+    mem.forkliftWrites.wrote(gvr, created);
+    return created;
+  } catch (e) {
+    if (isAlreadyExists(e)) {
+      const got = await ctx.client.get(gvr, obj.metadata?.namespace, obj.metadata?.name ?? '');
+      mem.forkliftWrites.exists(gvr, obj.metadata?.namespace, obj.metadata?.name ?? '');
+      if (got) return got;
+    }
+    throw e;
+  }
+}
+
+export interface ActionInput {
+  task: VMImportTask & KubeObject;
+  source: (VMImportSource & KubeObject) | undefined;
+  action: VMAction;
+  objects: VMObjects;
+  providers: ProviderRefs;
+  maps: { network: { name: string; namespace: string }; storage: { name: string; namespace: string } };
+  now: Date;
+}
+
+/** Executes one VM's action; returns the VM's status to record and, when sooner than the resync, a requeue. */
+export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: ActionInput): Promise<{ status: VMStatus; requeueAfterMs?: number }> {
+  const { task, action: a } = i;
+  switch (a.type) {
+    case 'none':
+    case 'report':
+    case 'fail':
+      return { status: a.status };
+    case 'create-plan': {
+      const plan = await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage }));
+      if (plan.metadata?.uid) fx.mem.planOwners.set(plan.metadata.uid, taskKey(task));
+      return { status: a.status };
+    }
+    case 'create-migration':
+      await createIfAbsent(ctx, fx.mem, GVRs.Migration, renderMigration(task, a.status.id, i.objects.plan!));
+      return { status: a.status };
+    case 'fail-diagnosed': {
+      const fc = await failureContext(ctx, fx, task, i.source, a.status.id);
+      const t = a.blockers ? translatePlanBlockers(a.blockers, fc) : translateFailure(a.text ?? '', fc);
+      return { status: failVM(a.status, t.reason, t.message) };
+    }
+    case 'stalled':
+      return { status: await stalledVM(ctx, fx, task, i.source, a.status, i.objects.migration!, a.status.plan ?? '', a.idleMs, a.percent) };
+    case 'handoff': {
+      const v = a.status;
+      const h = await reconcileHandoff(ctx, { task, spec: task.spec.vms.find((s) => s.id === v.id)!, vmName: v.name, status: v, className: task.status?.storageClass ?? '', forkliftVM: i.objects.forkliftVM, transferClaims: i.objects.transferClaims });
+      const out: VMStatus = { ...v, disks: h.disks, vmInstance: h.vmInstance ?? v.vmInstance };
+      if (h.state === 'failed') return { status: failVM(out, h.reason ?? TaskReason.OutputRejected, h.message ?? 'the handoff failed'), requeueAfterMs: h.requeueAfterMs };
+      if (h.state === 'done') {
+        const ts = { ...(out.timestamps ?? {}), completed: notBefore(i.now, out.timestamps?.transferred) };
+        return { status: { ...out, timestamps: ts, phase: 'Succeeded', reason: TaskReason.Succeeded, message: `imported as VMInstance ${out.vmInstance ?? out.name}` }, requeueAfterMs: h.requeueAfterMs };
+      }
+      return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' }, requeueAfterMs: h.requeueAfterMs };
+    }
+  }
+}
+
+/** Writes the task's derived status; Events and metrics on VM transitions after the write succeeded. */
+export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem' | 'metrics'>, task: VMImportTask & KubeObject, vms: VMStatus[], extra: { waiting?: { reason: string; message: string }; storageClass?: string }): Promise<VMImportTaskStatus> {
+  const now = ctx.now();
+  const { metrics } = fx;
+  const prevVMs = task.status?.vms ?? [];
+  const next = deriveTaskStatus({ prev: task.status, vms, generation: task.metadata.generation, now, waiting: extra.waiting, storageClass: extra.storageClass });
+  fx.mem.ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, next));
+  const observe = (phase: string, from: string | undefined, to: string | undefined): void => {
+    if (!from || !to) return;
+    const s = (Date.parse(to) - Date.parse(from)) / 1000;
+    if (Number.isFinite(s) && s >= 0) metrics.phaseDuration.observe({ phase }, s);
+  };
+  // Events and metrics on VM transitions (after the write succeeded, so a retry repeats neither).
+  for (const v of next.vms ?? []) {
+    const before = prevVMs.find((p) => p.id === v.id);
+    if (before?.phase === v.phase) continue;
+    if (v.phase === 'Succeeded') {
+      ctx.events.event(task, 'Normal', 'Imported', `VM ${v.id} imported as VMInstance ${v.vmInstance ?? v.name}${v.downtimeSeconds !== undefined ? ` (downtime ${v.downtimeSeconds} s)` : ''}`);
+      metrics.imports.inc({ namespace: task.metadata.namespace ?? '', outcome: 'succeeded', reason: TaskReason.Succeeded });
+      observe('creating', v.timestamps?.transferred, v.timestamps?.completed);
+      if (v.downtimeSeconds !== undefined) metrics.phaseDuration.observe({ phase: 'downtime' }, v.downtimeSeconds);
+    } else if (v.phase === 'Failed') {
+      ctx.events.event(task, 'Warning', 'ImportFailed', `VM ${v.id} (${v.name}): ${v.reason}: ${v.message ?? ''}`);
+      metrics.imports.inc({ namespace: task.metadata.namespace ?? '', outcome: 'failed', reason: v.reason ?? TaskReason.Failed });
+    }
+    if (v.timestamps?.started && !before?.timestamps?.started) observe('validating', task.metadata.creationTimestamp, v.timestamps.started);
+    if (v.timestamps?.transferred && !before?.timestamps?.transferred) {
+      observe('transferring', v.timestamps.started, v.timestamps.transferred);
+      if (v.bytesTotal) metrics.bytesTransferred.inc(v.bytesTotal);
+    }
+  }
+  return next;
+}
+
+export async function failureContext(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem' | 'inventory' | 'cidr'>, task: VMImportTask, source: VMImportSource | undefined, vmId: string): Promise<FailureContext & { hostId?: string }> {
+  const { mem, inventory, cidr } = fx;
+  let hostId = mem.vmHosts.get(`${task.metadata.uid}/${vmId}`);
+  const providerUID = source?.status?.provider?.uid;
+  if (!hostId && providerUID) {
+    // Not remembered (the controller restarted since preflight): ask the inventory again.
+    try {
+      const vm = await inventory.getVM(providerUID, vmId);
+      hostId = typeof vm.host === 'string' ? vm.host : vm.host?.id;
+      if (hostId) mem.vmHosts.set(`${task.metadata.uid}/${vmId}`, hostId);
+    } catch (e) {
+      ctx.log.debug({ err: (e as Error).message }, 'inventory VM unavailable for diagnosis');
+    }
+  }
+  const out: FailureContext & { hostId?: string } = { sourceName: task.spec.sourceRef.name, hostId };
+  if (!source || !hostId) return out;
+  let hosts: InventoryHostLike[] = [];
+  try {
+    hosts = source.status?.provider?.uid ? await inventory.listHosts(source.status.provider.uid) : [];
+  } catch (e) {
+    ctx.log.debug({ err: (e as Error).message }, 'inventory hosts unavailable for diagnosis');
+  }
+  out.hostDescription = hostDescription(source, hostId, hosts);
+  const overridden = (source.spec.hosts ?? []).map((h) => h.id);
+  const addr = advertisedAddress(hosts.find((h) => h.id === hostId));
+  if (addr && !overridden.includes(hostId)) {
+    const r = await cidr.resolve(task.metadata.namespace ?? '').catch(() => undefined);
+    const c = r ? hostAddressCollision(hostId, addr, r.cidrs, overridden) : undefined;
+    out.hostDiagnosis = c
+      ? collisionMessage(c)
+      : `vCenter advertises ESXi host ${hostId} at ${addr}; if the cluster cannot reach that address on TCP 443/902, add spec.hosts[] to VMImportSource "${source.metadata.name}" with one it can reach`;
+  } else if (overridden.includes(hostId)) {
+    out.hostDiagnosis = `disk traffic for ESXi host ${hostId} goes to the spec.hosts override; check that the cluster reaches it on TCP 443/902`;
+  }
+  return out;
+}
+
+/**
+ * A stalled transfer: the claims' events and the host diagnosis go into the message. A DataVolume that
+ * waits for a VDDK image (`AwaitingVDDK`) waits forever: that VM is canceled and fails at once.
+ */
+async function stalledVM(ctx: ReconcileContext, fx: TaskEffects, task: VMImportTask, source: VMImportSource | undefined, v: VMStatus, mig: KubeObject, plan: string, idleMs: number, percent: number): Promise<VMStatus> {
+  const ns = task.metadata.namespace ?? '';
+  const dvs = await listOptional(ctx, GVRs.DataVolume, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '', [VM_ID_LABEL]: v.id }, { preferCache: true });
+  const awaiting = dvs
+    .flatMap((d) => ((d.status as { conditions?: Array<{ reason?: string; message?: string }> } | undefined)?.conditions ?? []).filter((c) => c.reason === 'AwaitingVDDK'))
+    .map((c) => `AwaitingVDDK: ${c.message ?? ''}`.trim());
+  if (awaiting.length) {
+    await cancelVM(ctx, mig, v.id);
+    const t = translateFailure(`DataVolume ${[...new Set(awaiting)].join('; ')}`, { sourceName: task.spec.sourceRef.name });
+    return failVM(v, t.reason, t.message);
+  }
+  const fc = await failureContext(ctx, fx, task, source, v.id);
+  const { events, error: eventsError } = await claimEvents(ctx, task, plan, mig);
+  return { ...v, phase: 'Transferring', reason: TaskReason.Stalled, message: stallMessage({ idleMs, percent, events, eventsError, hostDiagnosis: fc.hostDiagnosis }) };
+}
+
+/** Asks Forklift to cancel one VM of a running Migration (spec.cancel), leaving its siblings alone. */
+async function cancelVM(ctx: ReconcileContext, mig: KubeObject, vmId: string): Promise<void> {
+  const cur = ((mig.spec as { cancel?: Array<{ id?: string }> } | undefined)?.cancel ?? []).filter((x) => x.id !== vmId);
+  await ctx.client.patch(GVRs.Migration, mig.metadata?.namespace, mig.metadata?.name ?? '', { spec: { cancel: [...cur, { id: vmId }] } });
+}
+
+/**
+ * The events of this migration's transfer claims and DataVolumes (CDI's importer reports a VDDK failure
+ * to reach the ESXi host there, and nowhere else). The chart grants list on events for this; a refusal
+ * or any other failure is returned as `error` for the VM's message and a Warning Event, never dropped.
+ */
+async function claimEvents(ctx: ReconcileContext, task: VMImportTask, plan: string, mig: KubeObject): Promise<{ events: ClaimEventLike[]; error?: string }> {
+  const ns = task.metadata.namespace ?? '';
+  try {
+    const claims = await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, { [MIGRATION_LABEL]: mig.metadata?.uid ?? '' }, { preferCache: true });
+    const names = new Set(claims.map((c) => c.metadata?.name));
+    const evs = (await ctx.client.list<KubeObject & ClaimEventLike>(GVRs.Event, ns)).items;
+    return {
+      events: evs.filter((e) => {
+        const n = e.involvedObject?.name ?? '';
+        return (e.involvedObject?.kind === 'PersistentVolumeClaim' || e.involvedObject?.kind === 'DataVolume') && (names.has(n) || n.startsWith(`${plan}-`));
+      }),
+    };
+  } catch (e) {
+    const error =
+      e instanceof ApiError && e.code === 403
+        ? `the controller may not list events in namespace ${ns} (HTTP 403; the chart's ClusterRole grants list on events — check the controller's RBAC)`
+        : `reading them failed: ${(e as Error).message}`;
+    ctx.log.warn({ err: (e as Error).message }, 'could not read the claims\' events for a stall diagnosis');
+    ctx.events.event(task as unknown as KubeObject, 'Warning', 'ClaimEventsUnreadable', `Stall diagnosis without the claims' events: ${error}`);
+    return { events: [], error };
+  }
+}
+
+/**
+ * Deletion: cancel and delete Migrations, delete Plans, maps, and every transfer DataVolume/claim and
+ * scaffolding VirtualMachine of this task's Plans that was not handed off. Selection is by this task's
+ * UID label and by the UIDs of this task's own Plans: nothing of another task is ever touched.
+ */
+export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem' | 'metrics'>, task: VMImportTask & KubeObject): Promise<Result> {
+  const ns = task.metadata.namespace ?? '';
+  const key = taskKey(task);
+  fx.metrics.setStalled(key, []);
+  if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) return {};
+  const mine = { [LABEL_TASK_UID]: task.metadata.uid ?? '' };
+  let remaining = 0;
+  if (ctx.installed(GVRs.Plan)) {
+    const migrations = await listOptional(ctx, GVRs.Migration, ns, mine);
+    const plans = await listOptional(ctx, GVRs.Plan, ns, mine);
+    // Claims already being handed off belong to the handoff: never delete them under it.
+    const handedOff = new Set((task.status?.vms ?? []).flatMap((v) => (v.disks ?? []).filter((d) => d.handoff && d.transferClaim).map((d) => d.transferClaim!)));
+    for (const m of migrations) {
+      // Deleting the active Migration cancels the run (docs/forklift-contract.md, Plan).
+      if (await ctx.client.delete(GVRs.Migration, ns, m.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;
+    }
+    for (const p of plans) {
+      const uid = p.metadata?.uid ?? '';
+      for (const gvr of [GVRs.VirtualMachine, GVRs.DataVolume, GVRs.PersistentVolumeClaim]) {
+        for (const o of await listOptional(ctx, gvr, ns, { [PLAN_LABEL]: uid })) {
+          const n = o.metadata?.name ?? '';
+          if (n.startsWith(VMDISK_RELEASE_PREFIX) || handedOff.has(n)) continue;
+          // The handoff's first step labels the volume with this task's UID before anything else; a
+          // claim whose volume carries it is being handed off even if that status write was lost.
+          const volume = gvr === GVRs.PersistentVolumeClaim ? (o as { spec?: { volumeName?: string } }).spec?.volumeName : undefined;
+          if (volume && (await ctx.client.get(GVRs.PersistentVolume, undefined, volume))?.metadata?.labels?.[LABEL_TASK_UID] === task.metadata.uid) continue;
+          if (await ctx.client.delete(gvr, ns, n, { propagationPolicy: 'Background' })) remaining++;
+        }
+      }
+      if (await ctx.client.delete(GVRs.Plan, ns, p.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;
+    }
+    for (const gvr of [GVRs.NetworkMap, GVRs.StorageMap]) {
+      for (const o of await listOptional(ctx, gvr, ns, mine)) if (await ctx.client.delete(gvr, ns, o.metadata!.name!)) remaining++;
+    }
+  }
+  if (remaining > 0) return { requeueAfterMs: DELETE_POLL_MS };
+  fx.mem.dropTask(key);
+  const finalizers = (task.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
+  try {
+    await ctx.client.patch(GVRs.VMImportTask, ns, key.name, { metadata: { finalizers, resourceVersion: task.metadata.resourceVersion } });
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+  }
+  return {};
+}
