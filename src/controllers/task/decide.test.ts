@@ -1,0 +1,265 @@
+// nextVMAction: branches by table, and the whole per-VM machine against a model of Forklift (validating
+// the Plan, running the Migration, copying, building the VM, succeeding or failing) whose moves interleave
+// with the controller's passes in any order, with crashes that lose a pass's status write.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { TaskReason } from '../../api/conditions.ts';
+import type { VMStatus } from '../../api/types.ts';
+import type { VMMigration } from '../../forklift/migration.ts';
+import type { ForkliftCondition } from '../../forklift/plan.ts';
+import { nextVMAction, taskGate, type VMAction, type VMObservation } from './decide.ts';
+import { failVM } from './preflight.ts';
+import { isTerminalPhase } from './status.ts';
+
+const TOTAL = 8 * 1024 * 1024 * 1024;
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+type Fate = 'succeed' | 'fail' | 'cancel' | 'noOutput' | 'blocked';
+type Stage = 'none' | 'pending' | 'copying' | 'creating' | 'succeeded' | 'failed' | 'canceled';
+
+/** Forklift's side of one VM, as the observation sees it. */
+interface World {
+  fate: Fate;
+  plan?: 'validating' | 'ready' | 'blocked';
+  migration: boolean;
+  stage: Stage;
+  copied: number;
+  outputs: boolean;
+  handoffSteps: number;
+  planCreates: number;
+  migrationCreates: number;
+  clock: number;
+}
+
+/** Steps the handoff takes for this VM (its own machine is proven in handoff/plan.test.ts). */
+const HANDOFF_STEPS = 3;
+
+function fresh(fate: Fate): World {
+  return { fate, migration: false, stage: 'none', copied: 0, outputs: false, handoffSteps: 0, planCreates: 0, migrationCreates: 0, clock: T0 };
+}
+
+function runOf(w: World): VMMigration | undefined {
+  if (!w.migration || w.stage === 'none') return undefined;
+  const copyStarted = w.stage !== 'pending';
+  const dtPhase = w.stage === 'copying' ? 'Running' : w.copied >= TOTAL ? 'Completed' : w.stage === 'failed' || w.stage === 'canceled' ? 'Running' : undefined;
+  return {
+    id: 'vm-1',
+    phase: w.stage === 'creating' ? 'CreateVM' : w.stage === 'succeeded' ? 'Completed' : w.stage === 'copying' ? 'CopyDisks' : undefined,
+    pipeline: copyStarted ? [{ name: 'DiskTransfer', phase: dtPhase, started: new Date(T0).toISOString() }] : [],
+    errors: w.stage === 'failed' ? ['Unable to connect to vddk data source: NBD error'] : [],
+    succeeded: w.stage === 'succeeded',
+    failed: w.stage === 'failed',
+    canceled: w.stage === 'canceled',
+    pending: w.stage === 'pending',
+    transfer: copyStarted ? { totalBytes: TOTAL, doneBytes: w.copied, phase: dtPhase } : undefined,
+  };
+}
+
+function observe(w: World, status: VMStatus, stallAfterMs = 1e12): VMObservation {
+  const blockers: ForkliftCondition[] =
+    w.plan === 'blocked' ? [{ type: 'VMNotFound', status: 'True', category: 'Critical', message: 'VM not found' }] : w.plan === 'validating' ? [{ type: 'StorageMapNotReady', status: 'True', category: 'Critical' }] : [];
+  const o: VMObservation = { status, migrationName: 'mig-1', now: new Date(w.clock), stallAfterMs };
+  if (!w.plan) return o;
+  o.plan = { verdict: { ready: w.plan === 'ready', blockers, executing: w.migration, succeeded: false, failed: false, canceled: false } };
+  if (!w.migration) return o;
+  o.migration = { creationTimestamp: new Date(T0).toISOString(), conditions: [] };
+  const run = runOf(w);
+  if (!run) return o;
+  o.run = run;
+  if (run.transfer) o.transfer = { totalBytes: TOTAL, doneBytes: w.copied, percent: Math.round((w.copied / TOTAL) * 10000) / 100, lastChangeAt: w.clock, idleMs: 0, converting: false, fromDataVolumes: false };
+  else o.idleBeforeBytesMs = w.clock - T0;
+  if (run.succeeded) o.outputs = { handoffStarted: w.handoffSteps > 0, succeededWithoutOutput: !w.outputs };
+  return o;
+}
+
+/** What effects.ts does with each action, on the model. Returns the status the pass records. */
+function act(w: World, a: VMAction): VMStatus {
+  switch (a.type) {
+    case 'create-plan':
+      if (!w.plan) {
+        w.plan = 'validating';
+        w.planCreates++;
+      }
+      return a.status;
+    case 'create-migration':
+      if (!w.migration) {
+        w.migration = true;
+        w.migrationCreates++;
+      }
+      return a.status;
+    case 'fail-diagnosed':
+      return failVM(a.status, a.blockers ? TaskReason.VMNotFound : TaskReason.Failed, a.blockers ? 'blocked' : a.text ?? '');
+    case 'handoff':
+      w.handoffSteps++;
+      if (w.handoffSteps >= HANDOFF_STEPS) return { ...a.status, phase: 'Succeeded', reason: TaskReason.Succeeded, timestamps: { ...a.status.timestamps, completed: new Date(w.clock).toISOString() } };
+      return { ...a.status, phase: 'Creating', reason: TaskReason.Creating };
+    default:
+      return a.status;
+  }
+}
+
+type Move = 'validate' | 'startRun' | 'copy' | 'finishCopy' | 'finishVM' | 'controller';
+
+/** Forklift's moves that are possible now (each is one of its reconciles). */
+function forkliftMoves(w: World): Move[] {
+  const m: Move[] = [];
+  if (w.plan === 'validating') m.push('validate');
+  if (w.migration && (w.stage === 'none' || w.stage === 'pending')) m.push('startRun');
+  if (w.stage === 'copying') m.push(w.copied < TOTAL ? 'copy' : 'finishCopy');
+  if (w.stage === 'creating') m.push('finishVM');
+  return m;
+}
+
+function forklift(w: World, m: Move): void {
+  switch (m) {
+    case 'validate':
+      w.plan = w.fate === 'blocked' ? 'blocked' : 'ready';
+      break;
+    case 'startRun':
+      w.stage = w.stage === 'none' ? 'pending' : 'copying';
+      break;
+    case 'copy':
+      w.copied = Math.min(TOTAL, w.copied + TOTAL / 4);
+      if (w.fate === 'fail' && w.copied >= TOTAL / 2) w.stage = 'failed';
+      if (w.fate === 'cancel' && w.copied >= TOTAL / 2) w.stage = 'canceled';
+      break;
+    case 'finishCopy':
+      w.stage = 'creating';
+      break;
+    case 'finishVM':
+      w.stage = 'succeeded';
+      w.outputs = w.fate !== 'noOutput';
+      break;
+  }
+}
+
+interface RunResult {
+  status: VMStatus;
+  violations: string[];
+}
+
+/** Runs the machine to the end; `pick` chooses the next move among the possible ones, `crash` whether a pass loses its status write. */
+function run(fate: Fate, pick: (moves: Move[]) => Move, crash: () => boolean): RunResult {
+  const w = fresh(fate);
+  let status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Validating', plan: 'plan-1' };
+  const violations: string[] = [];
+  for (let i = 0; i < 500 && !isTerminalPhase(status.phase); i++) {
+    w.clock += 1000;
+    const moves: Move[] = [...forkliftMoves(w), 'controller'];
+    const m = pick(moves);
+    if (m !== 'controller') {
+      forklift(w, m);
+      continue;
+    }
+    const before = { plan: w.plan, migration: w.migration, handoff: w.handoffSteps };
+    const obs = observe(w, status);
+    const a = nextVMAction(obs);
+    if (a.type === 'handoff' && (w.stage !== 'succeeded' || w.copied < TOTAL)) violations.push(`handoff before the transfer finished (stage ${w.stage})`);
+    if (a.type === 'handoff' && !w.outputs && w.handoffSteps === 0) violations.push('handoff on a success without output');
+    if (a.type === 'create-migration' && (w.plan !== 'ready' || w.migration)) violations.push(`Migration created with plan ${w.plan}, migration ${w.migration}`);
+    const next = act(w, a);
+    const changed = [before.plan !== w.plan, before.migration !== w.migration, before.handoff !== w.handoffSteps].filter(Boolean).length;
+    if (changed > 1) violations.push(`one pass took ${changed} steps`);
+    const ts = next.timestamps ?? {};
+    if (ts.started && ts.transferred && Date.parse(ts.transferred) < Date.parse(ts.started)) violations.push('transferred before started');
+    if (ts.transferred && ts.completed && Date.parse(ts.completed) < Date.parse(ts.transferred)) violations.push('completed before transferred');
+    if (ts.transferred && !(w.copied >= TOTAL)) violations.push('transferred recorded before every byte was copied');
+    if (!crash()) status = next;
+  }
+  if (w.planCreates > 1) violations.push(`Plan created ${w.planCreates} times`);
+  if (w.migrationCreates > 1) violations.push(`Migration created ${w.migrationCreates} times`);
+  // A terminal VM is a record: asking again changes nothing.
+  if (isTerminalPhase(status.phase)) {
+    const again = nextVMAction(observe(w, status));
+    if (again.type !== 'none' || again.status !== status) violations.push('a terminal VM was acted on');
+  }
+  return { status, violations };
+}
+
+const EXPECTED: Record<Fate, { phase: string; reason: string }> = {
+  succeed: { phase: 'Succeeded', reason: TaskReason.Succeeded },
+  fail: { phase: 'Failed', reason: TaskReason.Failed },
+  cancel: { phase: 'Failed', reason: TaskReason.Canceled },
+  noOutput: { phase: 'Failed', reason: TaskReason.EngineReportedSuccessWithoutOutput },
+  blocked: { phase: 'Failed', reason: TaskReason.VMNotFound },
+};
+
+const fateArb = fc.constantFrom<Fate>('succeed', 'fail', 'cancel', 'noOutput', 'blocked');
+
+test('under any interleaving of Forklift’s moves and the controller’s passes, each pass takes at most one step, never hands off before the transfer finished, and the VM ends as its fate says', () => {
+  fc.assert(
+    fc.property(fateArb, fc.array(fc.nat(), { minLength: 50, maxLength: 400 }), (fate, choices) => {
+      let i = 0;
+      const r = run(fate, (moves) => moves[(choices[i++ % choices.length] ?? 0) % moves.length]!, () => false);
+      assert.deepEqual(r.violations, []);
+      assert.deepEqual({ phase: r.status.phase, reason: r.status.reason }, EXPECTED[fate]);
+    }),
+    { numRuns: 400 },
+  );
+});
+
+test('a crash that loses any pass’s status write is resumed: the same end as without crashes, with no object created twice', () => {
+  fc.assert(
+    fc.property(fateArb, fc.array(fc.nat(), { minLength: 50, maxLength: 400 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 50 }), (fate, choices, crashes) => {
+      let i = 0;
+      let c = 0;
+      const pick = (moves: Move[]): Move => moves[(choices[i++ % choices.length] ?? 0) % moves.length]!;
+      // Crashes stop after the list ends: the process stays up long enough to finish.
+      const withCrashes = run(fate, pick, () => c < crashes.length && crashes[c++]!);
+      i = 0;
+      const clean = run(fate, pick, () => false);
+      assert.deepEqual(withCrashes.violations, []);
+      assert.deepEqual({ phase: withCrashes.status.phase, reason: withCrashes.status.reason }, { phase: clean.status.phase, reason: clean.status.reason });
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('a terminal VM is a record: whatever Forklift shows, the action is none and its status unchanged', () => {
+  fc.assert(
+    fc.property(fc.constantFrom('Succeeded', 'Failed'), fc.constantFrom(...(['none', 'pending', 'copying', 'creating', 'succeeded', 'failed', 'canceled'] as const)), (phase, stage) => {
+      const w = { ...fresh('succeed'), plan: 'ready' as const, migration: true, stage, copied: TOTAL / 2 };
+      const status: VMStatus = { id: 'vm-1', name: 'web', phase: phase as 'Succeeded' | 'Failed', reason: 'X', plan: 'plan-1', timestamps: { started: new Date(T0).toISOString() } };
+      const a = nextVMAction(observe(w, status));
+      assert.equal(a.type, 'none');
+      assert.equal(a.status, status);
+    }),
+  );
+});
+
+test('a Plan or Migration gone from under a started VM fails it (never recreated); before the start, the Plan is created', () => {
+  const started: VMStatus = { id: 'vm-1', name: 'web', phase: 'Transferring', plan: 'plan-1', timestamps: { started: new Date(T0).toISOString() } };
+  const noPlan = nextVMAction(observe(fresh('succeed'), started));
+  assert.equal(noPlan.type, 'fail');
+  assert.match(noPlan.status.message ?? '', /Plan plan-1 disappeared/);
+  const noMig = nextVMAction(observe({ ...fresh('succeed'), plan: 'ready' }, started));
+  assert.equal(noMig.type, 'fail');
+  assert.equal(noMig.status.reason, TaskReason.Canceled);
+  assert.match(noMig.status.message ?? '', /Migration mig-1 was deleted/);
+  const unstarted: VMStatus = { id: 'vm-1', name: 'web', phase: 'Validating', plan: 'plan-1' };
+  assert.equal(nextVMAction(observe(fresh('succeed'), unstarted)).type, 'create-plan');
+});
+
+test('a transfer idle past the stall limit is stalled, while one converting at CDI’s plateau is not', () => {
+  const w = { ...fresh('succeed'), plan: 'ready' as const, migration: true, stage: 'copying' as const, copied: TOTAL / 2 };
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Transferring', plan: 'plan-1', timestamps: { started: new Date(T0).toISOString() } };
+  const o = observe(w, status, 600_000);
+  assert.equal(nextVMAction(o).type, 'report');
+  const idle = nextVMAction({ ...o, transfer: { ...o.transfer!, idleMs: 600_001 } });
+  assert.equal(idle.type, 'stalled');
+  // The DataVolumes still moving are a second witness: not stalled.
+  assert.equal(nextVMAction({ ...o, transfer: { ...o.transfer!, idleMs: 600_001 }, dataVolumeIdleMs: 1000 }).type, 'report');
+  const conv = nextVMAction({ ...o, transfer: { ...o.transfer!, idleMs: 600_001, converting: true } });
+  assert.equal(conv.type, 'report');
+  assert.equal(conv.status.reason, TaskReason.Converting);
+});
+
+test('the task waits, naming what to do, for a missing source, a source not Ready, and Forklift not installed', () => {
+  const base = { namespace: 't', sourceName: 'vc', forkliftInstalled: true };
+  assert.equal(taskGate(base)?.reason, TaskReason.SourceNotFound);
+  assert.equal(taskGate({ ...base, source: { name: 'vc', ready: { status: 'False', reason: 'ConnectionFailed' } } })?.reason, TaskReason.SourceNotReady);
+  assert.equal(taskGate({ ...base, source: { name: 'vc', ready: { status: 'False', reason: 'ForkliftTooOld' } } })?.reason, TaskReason.ForkliftTooOld);
+  assert.equal(taskGate({ ...base, forkliftInstalled: false, source: { name: 'vc', ready: { status: 'True' }, providerUID: 'p' } })?.reason, TaskReason.ForkliftNotInstalled);
+  assert.equal(taskGate({ ...base, source: { name: 'vc', ready: { status: 'True' }, providerUID: 'p' } }), undefined);
+});
