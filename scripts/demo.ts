@@ -15,7 +15,7 @@ import YAML from 'yaml';
 import { ControlPlane, findAssets, writeKubeconfig } from '../test/e2e/env/controlplane.ts';
 import { createStorageClass, startSim, vcenter, type Sim } from '../test/sim/index.ts';
 import { parseConfig } from '../src/config.ts';
-import { runController, type RunningController } from '../src/runtime/app.ts';
+import { runController, type RunningController } from '../src/app.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { KubeClient, type KubeObject } from '../src/runtime/kube.ts';
 import { GVRs } from '../src/runtime/gvr.ts';

@@ -1,7 +1,7 @@
 // The controller process: flags → runController → signals. Loaded by src/main.ts once the runtime is
 // known to serve it.
 import { ConfigError, parseConfig } from './config.ts';
-import { runController } from './runtime/app.ts';
+import { runController } from './app.ts';
 
 export async function main(): Promise<void> {
   let cfg;

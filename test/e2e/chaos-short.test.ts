@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { CONTENT_ANNOTATION, createStorageClass, startSim, vcenter, type Sim } from '../sim/index.ts';
 import { parseConfig } from '../../src/config.ts';
-import { runController, type RunningController } from '../../src/runtime/app.ts';
+import { runController, type RunningController } from '../../src/app.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';

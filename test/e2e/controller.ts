@@ -1,11 +1,11 @@
 // Starts the controller in-process for e2e tests (leader election off, ephemeral ports). A kill-test that
 // needs a separate process spawns `node src/main.ts --kubeconfig …` instead.
 import { parseConfig, type ControllerConfig } from '../../src/config.ts';
-import { runController } from '../../src/runtime/app.ts';
+import { runController } from '../../src/app.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { KubeClient, isAlreadyExists, type KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
-import { loadKubeConfig } from '../../src/runtime/app.ts';
+import { loadKubeConfig } from '../../src/app.ts';
 
 export interface StartControllerOptions {
   kubeconfigPath: string;

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../../src/config.ts';
-import { runController } from '../../src/runtime/app.ts';
+import { runController } from '../../src/app.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeObject } from '../../src/runtime/kube.ts';
 import { TerminalError, type ObjectKey, type Reconciler } from '../../src/runtime/reconciler.ts';

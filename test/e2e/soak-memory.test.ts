@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createStorageClass, startSim, vcenter, type Sim } from '../sim/index.ts';
 import { parseConfig } from '../../src/config.ts';
-import { runController, type RunningController } from '../../src/runtime/app.ts';
+import { runController, type RunningController } from '../../src/app.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { handoffMemory } from '../../src/controllers/handoff/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';

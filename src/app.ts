@@ -1,19 +1,19 @@
 // Wires the runtime: kube client, telemetry, manager with every reconciler, health/metrics server and
 // leader election. `runController` is what main.ts and the e2e harness call.
 import * as k8s from '@kubernetes/client-node';
-import type { ControllerConfig } from '../config.ts';
-import { buildReconcilers } from '../controllers/index.ts';
-import { KubeEventRecorder } from '../telemetry/events.ts';
-import { createLogger, type Logger } from '../telemetry/logger.ts';
-import { Metrics } from '../telemetry/metrics.ts';
-import { replicaReady, startHealthServer, type HealthServer } from './health.ts';
-import { startControllerWebhook, type ControllerWebhook } from '../webhook/run.ts';
-import { KubeClient } from './kube.ts';
-import { SecretKeyring, type KeyringSource } from '../credentials/keyring.ts';
-import { LeaderElector, RENEW_DEADLINE_MS, defaultIdentity } from './leader.ts';
-import { Manager } from './manager.ts';
-import type { Reconciler } from './reconciler.ts';
-import type { WatchLiveness } from './informer.ts';
+import type { ControllerConfig } from './config.ts';
+import { buildReconcilers } from './controllers/index.ts';
+import { KubeEventRecorder } from './telemetry/events.ts';
+import { createLogger, type Logger } from './telemetry/logger.ts';
+import { Metrics } from './telemetry/metrics.ts';
+import { replicaReady, startHealthServer, type HealthServer } from './runtime/health.ts';
+import { startControllerWebhook, type ControllerWebhook } from './webhook/run.ts';
+import { KubeClient } from './runtime/kube.ts';
+import { SecretKeyring, type KeyringSource } from './credentials/keyring.ts';
+import { LeaderElector, RENEW_DEADLINE_MS, defaultIdentity } from './runtime/leader.ts';
+import { Manager } from './runtime/manager.ts';
+import type { Reconciler } from './runtime/reconciler.ts';
+import type { WatchLiveness } from './runtime/informer.ts';
 
 export interface RunOptions {
   signal?: AbortSignal;
