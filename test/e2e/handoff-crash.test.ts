@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { CONTENT_ANNOTATION, contentIdentity, createStorageClass, startSim, vcenter, type Sim } from '../sim/index.ts';
+import { parseConfig } from '../../src/config.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
@@ -39,6 +40,12 @@ before(async () => {
   await createStorageClass(kubeconfigPath, { name: CLASS, reclaimPolicy: 'Delete' });
   sim = await startSim({ kubeconfigPath, worlds: [world] });
   c = await adminClient();
+  // The controller's own namespace (its credentials key lives there) exists wherever it runs; without it
+  // the spawned controller never seals the source's password and the source never turns Ready.
+  const own = parseConfig(['--kubeconfig', kubeconfigPath], {}).podNamespace;
+  await c.create(GVRs.Namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: own } } as KubeObject).catch((e: Error) => {
+    if (!/already exists/.test(e.message)) throw e;
+  });
 });
 
 after(async () => {
