@@ -56,6 +56,10 @@ export const TaskReason = {
   Validating: 'Validating',
   Transferring: 'Transferring',
   Converting: 'Converting',
+  /** A warm import copies while the source runs. */
+  Precopying: 'Precopying',
+  /** A warm import's cutover: the source is off, the final changes are copied. */
+  CuttingOver: 'CuttingOver',
   Stalled: 'Stalled',
   Creating: 'Creating',
   Succeeded: 'Succeeded',

@@ -194,7 +194,8 @@ export interface VMImportTaskSpec {
 export const TASK_PHASES = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;
 export type TaskPhase = (typeof TASK_PHASES)[number];
 
-export const VM_PHASES = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;
+/** Precopying and CuttingOver are a warm import's Transferring (a cold import never shows them). */
+export const VM_PHASES = ['Pending', 'Validating', 'Transferring', 'Precopying', 'CuttingOver', 'Creating', 'Succeeded', 'Failed'] as const;
 export type VMPhase = (typeof VM_PHASES)[number];
 
 export interface DiskStatus {
@@ -209,6 +210,19 @@ export interface DiskStatus {
   capacityBytes?: number;
   /** Handoff checkpoint reached for this disk (see src/controllers/handoff/steps.ts). */
   handoff?: string;
+}
+
+export interface WarmStatus {
+  /** Precopies completed. */
+  precopies: number;
+  /** Bytes the last precopy moved. */
+  lastDeltaBytes?: number;
+  /** Duration of the last precopy. */
+  lastPrecopySeconds?: number;
+  /** RFC 3339: when Forklift starts the next precopy. */
+  nextPrecopyAt?: string;
+  /** RFC 3339: the cutover Forklift was given. */
+  cutoverAt?: string;
 }
 
 export interface VMStatus {
@@ -227,6 +241,8 @@ export interface VMStatus {
   vmInstance?: string;
   disks?: DiskStatus[];
   downtimeSeconds?: number;
+  /** A warm import: its precopies while the source runs, and its cutover. */
+  warm?: WarmStatus;
   /** Forklift Plan built for this VM. */
   plan?: string;
   timestamps?: {

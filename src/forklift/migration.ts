@@ -4,10 +4,13 @@ import { LABEL_VM_ID } from '../api/labels.ts';
 import type { KubeObject } from '../runtime/kube.ts';
 import { FORKLIFT_API_VERSION, taskLabels } from './maps.ts';
 import { migrationName } from './names.ts';
+import { importMode, taskCutover } from './warm.ts';
 
 /** Owned by its Plan (docs/forklift-contract.md): deleting the Plan takes the Migration with it. */
 export function renderMigration(task: VMImportTask, vmId: string, plan: KubeObject): KubeObject {
   const md = plan.metadata ?? {};
+  // A warm run's cutover (kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/migration.go, spec.cutover).
+  const cutover = importMode(task) === 'warm' ? taskCutover(task) : undefined;
   return {
     apiVersion: FORKLIFT_API_VERSION,
     kind: 'Migration',
@@ -17,7 +20,7 @@ export function renderMigration(task: VMImportTask, vmId: string, plan: KubeObje
       labels: { ...taskLabels(task), [LABEL_VM_ID]: vmId },
       ownerReferences: [{ apiVersion: FORKLIFT_API_VERSION, kind: 'Plan', name: md.name ?? '', uid: md.uid ?? '', controller: true }],
     },
-    spec: { plan: { name: md.name, namespace: md.namespace, uid: md.uid } },
+    spec: { plan: { name: md.name, namespace: md.namespace, uid: md.uid }, ...(cutover ? { cutover } : {}) },
   };
 }
 
@@ -47,6 +50,17 @@ export interface VMMigration {
   /** Queued behind Forklift's in-flight limit. */
   pending: boolean;
   transfer?: { totalBytes: number; doneBytes: number; phase?: string; started?: string; completed?: string };
+  /** A warm run's precopy record (plan.VMStatus.warm), when Forklift has written one. */
+  warm?: WarmRun;
+}
+
+/** kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/plan/vm.go (Warm, Precopy). */
+export interface WarmRun {
+  successes: number;
+  failures: number;
+  consecutiveFailures: number;
+  nextPrecopyAt?: string;
+  precopies: Array<{ start?: string; end?: string; snapshot?: string }>;
 }
 
 /** Forklift's pipeline unit "MB" is MiB (it divides bytes by 1024*1024). */
@@ -71,6 +85,7 @@ interface RawVM {
   error?: { phase?: string; reasons?: string[] };
   conditions?: Array<{ type?: string; status?: string }>;
   pipeline?: RawStep[];
+  warm?: { successes?: number; failures?: number; consecutiveFailures?: number; nextPrecopyAt?: string; precopies?: Array<{ start?: string; end?: string; snapshot?: string }> };
 }
 
 function vmsOf(obj: KubeObject | undefined): RawVM[] {
@@ -122,6 +137,15 @@ export function readVMMigration(obj: KubeObject | undefined, vmId: string): VMMi
     canceled: conds.includes('Canceled'),
     pending: conds.includes('Pending'),
     transfer,
+    warm: vm.warm
+      ? {
+          successes: vm.warm.successes ?? 0,
+          failures: vm.warm.failures ?? 0,
+          consecutiveFailures: vm.warm.consecutiveFailures ?? 0,
+          nextPrecopyAt: vm.warm.nextPrecopyAt,
+          precopies: (vm.warm.precopies ?? []).map((p) => ({ start: p.start, end: p.end, snapshot: p.snapshot })),
+        }
+      : undefined,
   };
 }
 

@@ -3,6 +3,7 @@
 import type { VMImportTask } from '../api/types.ts';
 import { LABEL_VM_ID } from '../api/labels.ts';
 import type { KubeObject } from '../runtime/kube.ts';
+import { importMode } from './warm.ts';
 import { FORKLIFT_API_VERSION, taskLabels, taskOwnerReference, type ProviderRefs, type Ref } from './maps.ts';
 import { planName } from './names.ts';
 
@@ -38,9 +39,11 @@ export function renderPlan(input: PlanInput): KubeObject {
         storage: { name: input.storageMap.name, namespace: input.storageMap.namespace },
       },
       targetNamespace: ns,
-      type: 'cold',
+      // A warm plan precopies with changed block tracking until the Migration's cutover
+      // (kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/plan.go, Type supersedes Warm; IsWarm reads either).
+      type: importMode(task) === 'warm' ? 'warm' : 'cold',
       // Forklift before 2.8 reads `warm` instead of `type`.
-      warm: false,
+      warm: importMode(task) === 'warm',
       // Raw VDDK copy: no virt-v2v, so nothing on the transfer path needs privileges.
       skipGuestConversion: true,
       // The scaffolding VM must never boot: a second copy of a live production VM on the network.

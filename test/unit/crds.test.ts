@@ -143,13 +143,16 @@ test('kubectl get vmisrc shows Type, URL, Ready, Reason and Age', () => {
   );
 });
 
-test('kubectl get vmit shows Source, Mode, Phase, Progress, Ready and Age, and -o wide the cutover time', () => {
+test('kubectl get vmit shows Source, Mode, Phase, Progress, Ready and Age, and -o wide the precopies and downtime per VM and the cutover time', () => {
   const cols = TASK.spec.versions[0]!.additionalPrinterColumns!;
   assert.deepEqual(
     cols.filter((c) => !c.priority).map((c) => [c.name, c.jsonPath]),
     [['Source', '.spec.sourceRef.name'], ['Mode', '.spec.mode'], ['Phase', '.status.phase'], ['Progress', '.status.progress'], ['Ready', `${READY}.status`], ['Age', '.metadata.creationTimestamp']],
   );
-  assert.deepEqual(cols.filter((c) => c.priority).map((c) => [c.name, c.jsonPath]), [['Cutover', '.spec.cutover']]);
+  assert.deepEqual(
+    cols.filter((c) => c.priority).map((c) => [c.name, c.jsonPath]),
+    [['Precopies', '.status.vms[*].warm.precopies'], ['Downtime', '.status.vms[*].downtimeSeconds'], ['Cutover', '.spec.cutover']],
+  );
 });
 
 test('a source URL must be https and a VM id a managed-object reference', () => {

@@ -16,11 +16,21 @@ const TOTAL = 8 * 1024 * 1024 * 1024;
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
 type Fate = 'succeed' | 'fail' | 'cancel' | 'noOutput' | 'blocked';
-type Stage = 'none' | 'pending' | 'copying' | 'creating' | 'succeeded' | 'failed' | 'canceled';
+type Stage = 'none' | 'pending' | 'copying' | 'precopying' | 'cuttingover' | 'creating' | 'succeeded' | 'failed' | 'canceled';
+type Mode = 'cold' | 'warm';
+const isoAt = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** Forklift's side of one VM, as the observation sees it. */
 interface World {
   fate: Fate;
+  mode: Mode;
+  /** The task's spec.cutover (warm), set by the tenant at any time. */
+  taskCutover?: number;
+  /** The Migration's spec.cutover. */
+  migrationCutover?: number;
+  precopies: number;
+  /** When Forklift powered the source off (warm: at cutover). */
+  poweredOffAt?: number;
   plan?: 'validating' | 'ready' | 'blocked';
   migration: boolean;
   stage: Stage;
@@ -35,18 +45,37 @@ interface World {
 /** Steps the handoff takes for this VM (its own machine is proven in handoff/plan.test.ts). */
 const HANDOFF_STEPS = 3;
 
-function fresh(fate: Fate): World {
-  return { fate, migration: false, stage: 'none', copied: 0, outputs: false, handoffSteps: 0, planCreates: 0, migrationCreates: 0, clock: T0 };
+function fresh(fate: Fate, mode: Mode = 'cold'): World {
+  return { fate, mode, precopies: 0, migration: false, stage: 'none', copied: 0, outputs: false, handoffSteps: 0, planCreates: 0, migrationCreates: 0, clock: T0 };
 }
 
 function runOf(w: World): VMMigration | undefined {
   if (!w.migration || w.stage === 'none') return undefined;
+  if (w.mode === 'warm' && (w.stage === 'pending' || w.stage === 'precopying' || w.stage === 'cuttingover' || ((w.stage === 'failed' || w.stage === 'canceled') && w.copied < TOTAL))) {
+    // kubev2v/forklift@v2.11.5: the precopy loop parks in CopyingPaused; the cutover powers off, then copies the final delta.
+    const phase = w.stage === 'pending' ? undefined : w.stage === 'cuttingover' ? 'WaitForFinalSnapshot' : 'CopyingPaused';
+    const precopies = Array.from({ length: w.precopies }, (_, i) => ({ start: isoAt(T0 + i * 60_000), end: isoAt(T0 + i * 60_000 + 30_000) }));
+    return {
+      id: 'vm-1',
+      phase,
+      pipeline: [{ name: 'DiskTransfer', phase: 'Running', started: isoAt(T0) }, ...(w.poweredOffAt !== undefined ? [{ name: 'Cutover', phase: 'Running', started: isoAt(w.poweredOffAt) }] : [])],
+      errors: w.stage === 'failed' ? ['snapshot creation failed'] : [],
+      succeeded: false,
+      failed: w.stage === 'failed',
+      canceled: w.stage === 'canceled',
+      pending: w.stage === 'pending',
+      warm: { successes: w.precopies, failures: 0, consecutiveFailures: 0, nextPrecopyAt: isoAt(w.clock + 60_000), precopies },
+    };
+  }
   const copyStarted = w.stage !== 'pending';
   const dtPhase = w.stage === 'copying' ? 'Running' : w.copied >= TOTAL ? 'Completed' : w.stage === 'failed' || w.stage === 'canceled' ? 'Running' : undefined;
   return {
     id: 'vm-1',
     phase: w.stage === 'creating' ? 'CreateVM' : w.stage === 'succeeded' ? 'Completed' : w.stage === 'copying' ? 'CopyDisks' : undefined,
-    pipeline: copyStarted ? [{ name: 'DiskTransfer', phase: dtPhase, started: new Date(T0).toISOString() }] : [],
+    pipeline: [
+      ...(copyStarted ? [{ name: 'DiskTransfer', phase: dtPhase, started: new Date(T0).toISOString() }] : []),
+      ...(w.poweredOffAt !== undefined ? [{ name: 'Cutover', phase: 'Completed', started: isoAt(w.poweredOffAt) }] : []),
+    ],
     errors: w.stage === 'failed' ? ['Unable to connect to vddk data source: NBD error'] : [],
     succeeded: w.stage === 'succeeded',
     failed: w.stage === 'failed',
@@ -59,15 +88,15 @@ function runOf(w: World): VMMigration | undefined {
 function observe(w: World, status: VMStatus, stallAfterMs = 1e12): VMObservation {
   const blockers: ForkliftCondition[] =
     w.plan === 'blocked' ? [{ type: 'VMNotFound', status: 'True', category: 'Critical', message: 'VM not found' }] : w.plan === 'validating' ? [{ type: 'StorageMapNotReady', status: 'True', category: 'Critical' }] : [];
-  const o: VMObservation = { status, migrationName: 'mig-1', now: new Date(w.clock), stallAfterMs };
+  const o: VMObservation = { status, migrationName: 'mig-1', now: new Date(w.clock), stallAfterMs, mode: w.mode, cutoverAt: w.taskCutover !== undefined ? isoAt(w.taskCutover) : undefined };
   if (!w.plan) return o;
   o.plan = { verdict: { ready: w.plan === 'ready', blockers, executing: w.migration, succeeded: false, failed: false, canceled: false } };
   if (!w.migration) return o;
-  o.migration = { creationTimestamp: new Date(T0).toISOString(), conditions: [] };
+  o.migration = { creationTimestamp: new Date(T0).toISOString(), conditions: [], cutover: w.migrationCutover !== undefined ? isoAt(w.migrationCutover) : undefined };
   const run = runOf(w);
   if (!run) return o;
   o.run = run;
-  if (run.transfer) o.transfer = { totalBytes: TOTAL, doneBytes: w.copied, percent: Math.round((w.copied / TOTAL) * 10000) / 100, lastChangeAt: w.clock, idleMs: 0, converting: false, fromDataVolumes: false };
+  if (run.transfer && run.transfer.totalBytes > 0) o.transfer = { totalBytes: TOTAL, doneBytes: w.copied, percent: Math.round((w.copied / TOTAL) * 10000) / 100, lastChangeAt: w.clock, idleMs: 0, converting: false, fromDataVolumes: false };
   else o.idleBeforeBytesMs = w.clock - T0;
   if (run.succeeded) o.outputs = { handoffStarted: w.handoffSteps > 0, succeededWithoutOutput: !w.outputs };
   return o;
@@ -86,7 +115,12 @@ function act(w: World, a: VMAction): VMStatus {
       if (!w.migration) {
         w.migration = true;
         w.migrationCreates++;
+        // renderMigration writes a warm task's cutover.
+        if (w.mode === 'warm') w.migrationCutover = w.taskCutover;
       }
+      return a.status;
+    case 'set-cutover':
+      w.migrationCutover = Date.parse(a.cutover);
       return a.status;
     case 'fail-diagnosed':
       return failVM(a.status, a.blockers ? TaskReason.VMNotFound : TaskReason.Failed, a.blockers ? 'blocked' : a.text ?? '');
@@ -99,7 +133,7 @@ function act(w: World, a: VMAction): VMStatus {
   }
 }
 
-type Move = 'validate' | 'startRun' | 'copy' | 'finishCopy' | 'finishVM' | 'controller';
+type Move = 'validate' | 'startRun' | 'copy' | 'finishCopy' | 'finishVM' | 'precopy' | 'cutover' | 'finishCutover' | 'tenantSetsCutover' | 'controller';
 
 /** Forklift's moves that are possible now (each is one of its reconciles). */
 function forkliftMoves(w: World): Move[] {
@@ -107,6 +141,11 @@ function forkliftMoves(w: World): Move[] {
   if (w.plan === 'validating') m.push('validate');
   if (w.migration && (w.stage === 'none' || w.stage === 'pending')) m.push('startRun');
   if (w.stage === 'copying') m.push(w.copied < TOTAL ? 'copy' : 'finishCopy');
+  if (w.stage === 'precopying') m.push('precopy');
+  // Forklift leaves CopyingPaused for the cutover once Migration.spec.cutover is not after now.
+  if (w.stage === 'precopying' && w.migrationCutover !== undefined && w.migrationCutover <= w.clock) m.push('cutover');
+  if (w.stage === 'cuttingover') m.push('finishCutover');
+  if (w.mode === 'warm' && w.taskCutover === undefined) m.push('tenantSetsCutover');
   if (w.stage === 'creating') m.push('finishVM');
   return m;
 }
@@ -117,7 +156,26 @@ function forklift(w: World, m: Move): void {
       w.plan = w.fate === 'blocked' ? 'blocked' : 'ready';
       break;
     case 'startRun':
-      w.stage = w.stage === 'none' ? 'pending' : 'copying';
+      w.stage = w.stage === 'none' ? 'pending' : w.mode === 'warm' ? 'precopying' : 'copying';
+      break;
+    case 'precopy':
+      w.precopies++;
+      if (w.fate === 'fail' && w.precopies >= 2) w.stage = 'failed';
+      if (w.fate === 'cancel' && w.precopies >= 2) w.stage = 'canceled';
+      break;
+    case 'cutover':
+      w.stage = 'cuttingover';
+      w.poweredOffAt = w.clock;
+      // The final snapshot can fail too (or the tenant cancels during the cutover).
+      if (w.fate === 'fail') w.stage = 'failed';
+      if (w.fate === 'cancel') w.stage = 'canceled';
+      break;
+    case 'finishCutover':
+      w.stage = 'creating';
+      w.copied = TOTAL;
+      break;
+    case 'tenantSetsCutover':
+      w.taskCutover = w.clock;
       break;
     case 'copy':
       w.copied = Math.min(TOTAL, w.copied + TOTAL / 4);
@@ -140,8 +198,8 @@ interface RunResult {
 }
 
 /** Runs the machine to the end; `pick` chooses the next move among the possible ones, `crash` whether a pass loses its status write. */
-function run(fate: Fate, pick: (moves: Move[]) => Move, crash: () => boolean): RunResult {
-  const w = fresh(fate);
+function run(fate: Fate, pick: (moves: Move[]) => Move, crash: () => boolean, mode: Mode = 'cold'): RunResult {
+  const w = fresh(fate, mode);
   let status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Validating', plan: 'plan-1' };
   const violations: string[] = [];
   for (let i = 0; i < 500 && !isTerminalPhase(status.phase); i++) {
@@ -158,6 +216,10 @@ function run(fate: Fate, pick: (moves: Move[]) => Move, crash: () => boolean): R
     if (a.type === 'handoff' && (w.stage !== 'succeeded' || w.copied < TOTAL)) violations.push(`handoff before the transfer finished (stage ${w.stage})`);
     if (a.type === 'handoff' && !w.outputs && w.handoffSteps === 0) violations.push('handoff on a success without output');
     if (a.type === 'create-migration' && (w.plan !== 'ready' || w.migration)) violations.push(`Migration created with plan ${w.plan}, migration ${w.migration}`);
+    if (a.type === 'set-cutover' && w.stage !== 'precopying' && w.stage !== 'pending') violations.push(`cutover set with Forklift at ${w.stage}`);
+    if (a.type === 'set-cutover' && w.migrationCutover !== undefined && Date.parse(a.cutover) >= w.migrationCutover) violations.push('cutover moved later (or rewritten)');
+    if ((a.type === 'report' || a.type === 'set-cutover') && a.status.phase === 'Precopying' && w.stage !== 'precopying' && w.stage !== 'pending') violations.push(`Precopying shown with Forklift at ${w.stage}`);
+    if (mode === 'cold' && a.type === 'report' && (a.status.phase === 'Precopying' || a.status.phase === 'CuttingOver')) violations.push('a cold import shown warm');
     const next = act(w, a);
     const changed = [before.plan !== w.plan, before.migration !== w.migration, before.handoff !== w.handoffSteps].filter(Boolean).length;
     if (changed > 1) violations.push(`one pass took ${changed} steps`);
@@ -165,6 +227,8 @@ function run(fate: Fate, pick: (moves: Move[]) => Move, crash: () => boolean): R
     if (ts.started && ts.transferred && Date.parse(ts.transferred) < Date.parse(ts.started)) violations.push('transferred before started');
     if (ts.transferred && ts.completed && Date.parse(ts.completed) < Date.parse(ts.transferred)) violations.push('completed before transferred');
     if (ts.transferred && !(w.copied >= TOTAL)) violations.push('transferred recorded before every byte was copied');
+    if (mode === 'warm' && ts.sourcePoweredOff && (w.poweredOffAt === undefined || Date.parse(ts.sourcePoweredOff) < w.poweredOffAt)) violations.push('source recorded off before Forklift powered it off');
+    if (mode === 'warm' && ts.sourcePoweredOff && ts.completed && Date.parse(ts.completed) < Date.parse(ts.sourcePoweredOff)) violations.push('completed before the power-off');
     if (!crash()) status = next;
   }
   if (w.planCreates > 1) violations.push(`Plan created ${w.planCreates} times`);
@@ -187,11 +251,12 @@ const EXPECTED: Record<Fate, { phase: string; reason: string }> = {
 
 const fateArb = fc.constantFrom<Fate>('succeed', 'fail', 'cancel', 'noOutput', 'blocked');
 
-test('under any interleaving of Forklift’s moves and the controller’s passes, each pass takes at most one step, never hands off before the transfer finished, and the VM ends as its fate says', () => {
+for (const mode of ['cold', 'warm'] as const) {
+test(`${mode}: under any interleaving of Forklift’s moves, the tenant’s and the controller’s passes, each pass takes at most one step, never hands off before the transfer finished, and the VM ends as its fate says`, () => {
   fc.assert(
     fc.property(fateArb, fc.array(fc.nat(), { minLength: 50, maxLength: 400 }), (fate, choices) => {
       let i = 0;
-      const r = run(fate, (moves) => moves[(choices[i++ % choices.length] ?? 0) % moves.length]!, () => false);
+      const r = run(fate, (moves) => moves[(choices[i++ % choices.length] ?? 0) % moves.length]!, () => false, mode);
       assert.deepEqual(r.violations, []);
       assert.deepEqual({ phase: r.status.phase, reason: r.status.reason }, EXPECTED[fate]);
     }),
@@ -199,22 +264,23 @@ test('under any interleaving of Forklift’s moves and the controller’s passes
   );
 });
 
-test('a crash that loses any pass’s status write is resumed: the same end as without crashes, with no object created twice', () => {
+test(`${mode}: a crash that loses any pass’s status write is resumed: the same end as without crashes, with no object created twice`, () => {
   fc.assert(
     fc.property(fateArb, fc.array(fc.nat(), { minLength: 50, maxLength: 400 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 50 }), (fate, choices, crashes) => {
       let i = 0;
       let c = 0;
       const pick = (moves: Move[]): Move => moves[(choices[i++ % choices.length] ?? 0) % moves.length]!;
       // Crashes stop after the list ends: the process stays up long enough to finish.
-      const withCrashes = run(fate, pick, () => c < crashes.length && crashes[c++]!);
+      const withCrashes = run(fate, pick, () => c < crashes.length && crashes[c++]!, mode);
       i = 0;
-      const clean = run(fate, pick, () => false);
+      const clean = run(fate, pick, () => false, mode);
       assert.deepEqual(withCrashes.violations, []);
       assert.deepEqual({ phase: withCrashes.status.phase, reason: withCrashes.status.reason }, { phase: clean.status.phase, reason: clean.status.reason });
     }),
     { numRuns: 300 },
   );
 });
+}
 
 test('a terminal VM is a record: whatever Forklift shows, the action is none and its status unchanged', () => {
   fc.assert(
@@ -262,4 +328,42 @@ test('the task waits, naming what to do, for a missing source, a source not Read
   assert.equal(taskGate({ ...base, source: { name: 'vc', ready: { status: 'False', reason: 'ForkliftTooOld' } } })?.reason, TaskReason.ForkliftTooOld);
   assert.equal(taskGate({ ...base, forkliftInstalled: false, source: { name: 'vc', ready: { status: 'True' }, providerUID: 'p' } })?.reason, TaskReason.ForkliftNotInstalled);
   assert.equal(taskGate({ ...base, source: { name: 'vc', ready: { status: 'True' }, providerUID: 'p' } }), undefined);
+});
+
+test('a warm VM precopying shows the precopies done, the last one’s duration, the next one’s time, and that it waits for spec.cutover', () => {
+  const w: World = { ...fresh('succeed', 'warm'), plan: 'ready', migration: true, stage: 'precopying', precopies: 3 };
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Precopying', plan: 'plan-1', timestamps: { started: isoAt(T0) } };
+  const a = nextVMAction(observe(w, status));
+  assert.equal(a.type, 'report');
+  assert.equal(a.status.phase, 'Precopying');
+  assert.equal(a.status.reason, TaskReason.Precopying);
+  assert.deepEqual(a.status.warm, { precopies: 3, lastPrecopySeconds: 30, nextPrecopyAt: isoAt(w.clock + 60_000), cutoverAt: undefined });
+  assert.match(a.status.message ?? '', /3 precopies done.*next precopy at .*waiting for spec\.cutover/);
+  assert.equal(a.status.timestamps?.sourcePoweredOff, undefined, 'the source runs while precopying');
+});
+
+test('a precopy that failed and is being retried keeps the VM Precopying, naming the retry and Forklift’s error', () => {
+  const w: World = { ...fresh('succeed', 'warm'), plan: 'ready', migration: true, stage: 'precopying', precopies: 1 };
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Precopying', plan: 'plan-1', timestamps: { started: isoAt(T0) } };
+  const o = observe(w, status);
+  const retried = nextVMAction({ ...o, run: { ...o.run!, errors: ['snapshot creation failed: disk busy'], warm: { ...o.run!.warm!, failures: 1, consecutiveFailures: 1 } } });
+  assert.equal(retried.type, 'report');
+  assert.equal(retried.status.phase, 'Precopying');
+  assert.match(retried.status.message ?? '', /1 precopy attempt\(s\) failed and Forklift retries \(snapshot creation failed: disk busy\)/);
+});
+
+test('the task’s cutover reaches the Migration: set when it has none, moved earlier, never later, never once the cutover started', () => {
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Precopying', plan: 'plan-1', timestamps: { started: isoAt(T0) } };
+  const w: World = { ...fresh('succeed', 'warm'), plan: 'ready', migration: true, stage: 'precopying', precopies: 1, taskCutover: T0 + 3_600_000 };
+  const set = nextVMAction(observe(w, status));
+  assert.equal(set.type, 'set-cutover');
+  assert.equal((set as { cutover: string }).cutover, isoAt(T0 + 3_600_000));
+  assert.equal(set.status.warm?.cutoverAt, isoAt(T0 + 3_600_000));
+  assert.equal(nextVMAction(observe({ ...w, migrationCutover: T0 + 3_600_000 }, status)).type, 'report');
+  assert.equal(nextVMAction(observe({ ...w, migrationCutover: T0 + 7_200_000 }, status)).type, 'set-cutover', 'moved earlier');
+  assert.equal(nextVMAction(observe({ ...w, migrationCutover: T0 + 60_000 }, status)).type, 'report', 'never later');
+  const cutting = nextVMAction(observe({ ...w, migrationCutover: T0 + 7_200_000, stage: 'cuttingover', poweredOffAt: T0 + 5000 }, status));
+  assert.equal(cutting.type, 'report');
+  assert.equal(cutting.status.phase, 'CuttingOver');
+  assert.equal(cutting.status.timestamps?.sourcePoweredOff, isoAt(T0 + 5000), 'downtime counts from the power-off at cutover');
 });

@@ -12,6 +12,8 @@
 //   no Migration, Plan Ready ........................................... create-migration
 //   Migration, no run for the VM, hard Migration conditions ............ fail (conditions translated)
 //   Migration, no run for the VM ....................................... report Transferring (waiting)
+//   warm run precopying, task's cutover newer than the Migration's ..... set-cutover
+//   warm run precopying / cutting over ................................. report Precopying / CuttingOver
 //   run moving bytes: converting / idle past the stall limit / else .... report Converting / stalled / report
 //   run before any byte, idle past the stall limit / else .............. stalled / report Transferring
 //   run canceled ....................................................... fail Canceled
@@ -25,6 +27,7 @@ import { SUCCESS_WITHOUT_OUTPUT_MESSAGE } from '../../forklift/failures.ts';
 import { currentStep, sourcePoweredOff, transferDone, type VMMigration } from '../../forklift/migration.ts';
 import { describeCondition, type ForkliftCondition, type PlanVerdict } from '../../forklift/plan.ts';
 import { isStalled } from '../../forklift/progress.ts';
+import { cutoverPatch, precopySummary, warmSourcePoweredOff, warmStage, type ImportMode } from '../../forklift/warm.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
 
@@ -60,12 +63,16 @@ export interface VMObservation {
   status: VMStatus;
   /** The name of the VM's Migration (deterministic). */
   migrationName: string;
+  /** The task's mode (cold when absent). */
+  mode?: ImportMode;
+  /** The task's spec.cutover (RFC 3339 seconds), a warm import's go for the cutover. */
+  cutoverAt?: string;
   now: Date;
   stallAfterMs: number;
   /** Forklift's Plan for the VM (absence confirmed live once the VM started). */
   plan?: { verdict: PlanVerdict };
   /** The Migration of the Plan (absence confirmed live once the VM started). */
-  migration?: { creationTimestamp?: string; conditions: ForkliftCondition[] };
+  migration?: { creationTimestamp?: string; conditions: ForkliftCondition[]; cutover?: string };
   /** The VM's run, from the Migration (else the Plan's history). */
   run?: VMMigration;
   /** Bytes moving (from the DiskTransfer step, else the DataVolumes). */
@@ -93,6 +100,8 @@ export type VMAction =
   | { type: 'fail-diagnosed'; status: VMStatus; blockers?: ForkliftCondition[]; text?: string }
   /** The transfer moved nothing for too long: diagnose (claims' events, host) or cancel a VDDK wait. */
   | { type: 'stalled'; status: VMStatus; idleMs: number; percent: number }
+  /** A warm run precopying: give its Migration the task's cutover (set, or moved earlier). */
+  | { type: 'set-cutover'; status: VMStatus; cutover: string }
   /** The transfer is done and Forklift succeeded: the handoff's checkpoint machine takes its next step. */
   | { type: 'handoff'; status: VMStatus };
 
@@ -130,6 +139,36 @@ export function runIsRunning(run: VMMigration): boolean {
   return !run.failed && !run.canceled && !run.succeeded;
 }
 
+/**
+ * A warm run (kubev2v/forklift@v2.11.5:pkg/controller/plan/migration.go, CopyingPaused: the cutover is
+ * taken once Migration.spec.cutover is not after now; until then a precopy every precopyInterval). While
+ * it precopies or cuts over, the VM shows that; past the cutover the cold table takes over (failure,
+ * VM creation, handoff). `v` is edited in place: the power-off time and the warm record.
+ */
+function warmDecision(o: VMObservation, v: VMStatus, run: VMMigration, running: boolean): VMAction | undefined {
+  const ts = v.timestamps!;
+  // Downtime counts from the power-off: the Cutover step starts with StorePowerState, moments before.
+  if (!ts.sourcePoweredOff && warmSourcePoweredOff(run)) ts.sourcePoweredOff = stampOf(run.pipeline.find((s) => s.name === 'Cutover')?.started, o.now);
+  const sum = precopySummary(run);
+  v.warm = { ...v.warm, precopies: sum.precopies, lastPrecopySeconds: sum.lastPrecopySeconds ?? v.warm?.lastPrecopySeconds, nextPrecopyAt: sum.nextPrecopyAt, cutoverAt: o.migration?.cutover };
+  if (!running) return undefined;
+  const stage = warmStage(run);
+  if (stage === 'precopy') {
+    const patch = cutoverPatch(o.cutoverAt, o.migration?.cutover);
+    const retrying = (run.warm?.consecutiveFailures ?? 0) > 0 ? `; the last ${run.warm!.consecutiveFailures} precopy attempt(s) failed and Forklift retries${run.errors.length ? ` (${run.errors.join('; ')})` : ''}` : '';
+    const cutover = patch ?? o.migration?.cutover;
+    const when = cutover ? `cutover at ${cutover}` : 'waiting for spec.cutover (set it to start the cutover)';
+    const next = sum.nextPrecopyAt && !(cutover && Date.parse(cutover) <= Date.parse(sum.nextPrecopyAt)) ? `; next precopy at ${sum.nextPrecopyAt}` : '';
+    const status: VMStatus = { ...v, warm: { ...v.warm, cutoverAt: cutover }, phase: 'Precopying', reason: TaskReason.Precopying, message: `${sum.precopies} precopies done, the source keeps running (${run.phase ?? 'Started'})${next}; ${when}${retrying}` };
+    if (patch) return { type: 'set-cutover', status, cutover: patch };
+    return { type: 'report', status };
+  }
+  if (stage === 'cutover') {
+    return { type: 'report', status: { ...v, phase: 'CuttingOver', reason: TaskReason.CuttingOver, message: `cutover: the source is ${warmSourcePoweredOff(run) ? 'off' : 'being powered off'}; copying the final changes (${run.phase})` } };
+  }
+  return undefined;
+}
+
 /** The ONE next action for one VM. Pure: same observation, same answer. */
 export function nextVMAction(o: VMObservation): VMAction {
   const v0 = o.status;
@@ -163,9 +202,12 @@ export function nextVMAction(o: VMObservation): VMAction {
     if (hard.length) return { type: 'fail-diagnosed', status: v, blockers: hard };
     return { type: 'report', status: { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: 'waiting for Forklift to start the migration' } };
   }
-  if (!ts.sourcePoweredOff && sourcePoweredOff(run)) ts.sourcePoweredOff = stampOf(run.pipeline.find((s) => s.name === 'DiskTransfer')?.started, now);
-
   const running = runIsRunning(run);
+  if (o.mode === 'warm') {
+    const w = warmDecision(o, v, run, running);
+    if (w) return w;
+  } else if (!ts.sourcePoweredOff && sourcePoweredOff(run)) ts.sourcePoweredOff = stampOf(run.pipeline.find((s) => s.name === 'DiskTransfer')?.started, now);
+
   const t = o.transfer;
   if (t && t.totalBytes > 0) {
     v = {

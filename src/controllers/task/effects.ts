@@ -9,6 +9,7 @@ import { translateFailure, translatePlanBlockers, type FailureContext } from '..
 import type { ProviderRefs } from '../../forklift/maps.ts';
 import { renderMigration } from '../../forklift/migration.ts';
 import { renderPlan } from '../../forklift/plan.ts';
+import { importMode } from '../../forklift/warm.ts';
 import { stallMessage, type ClaimEventLike } from '../../forklift/progress.ts';
 import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
@@ -88,6 +89,15 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
       const t = a.blockers ? translatePlanBlockers(a.blockers, fc) : translateFailure(a.text ?? '', fc);
       return { status: failVM(a.status, t.reason, t.message) };
     }
+    case 'set-cutover': {
+      // Forklift takes the cutover once Migration.spec.cutover is not after now
+      // (kubev2v/forklift@v2.11.5:pkg/controller/plan/migration.go, CopyingPaused). A merge patch of one
+      // field: repeating it is harmless, and the decision never moves it later.
+      const mig = i.objects.migration!;
+      fx.mem.forkliftWrites.wrote(GVRs.Migration, await ctx.client.patch(GVRs.Migration, mig.metadata?.namespace, mig.metadata?.name ?? '', { spec: { cutover: a.cutover } }));
+      ctx.events.event(task, 'Normal', 'CutoverScheduled', `VM ${a.status.id}: cutover at ${a.cutover}`);
+      return { status: a.status };
+    }
     case 'stalled':
       return { status: await stalledVM(ctx, fx, task, i.source, a.status, i.objects.migration!, a.status.plan ?? '', a.idleMs, a.percent) };
     case 'handoff': {
@@ -119,12 +129,19 @@ export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, '
   // Events and metrics on VM transitions (after the write succeeded, so a retry repeats neither).
   for (const v of next.vms ?? []) {
     const before = prevVMs.find((p) => p.id === v.id);
+    const precopied = (v.warm?.precopies ?? 0) - (before?.warm?.precopies ?? 0);
+    if (precopied > 0) {
+      metrics.precopies.inc({ namespace: task.metadata.namespace ?? '' }, precopied);
+      ctx.events.event(task, 'Normal', 'Precopied', `VM ${v.id}: precopy ${v.warm!.precopies} done${v.warm?.lastPrecopySeconds !== undefined ? ` in ${v.warm.lastPrecopySeconds} s` : ''}${v.warm?.nextPrecopyAt ? `; next at ${v.warm.nextPrecopyAt}` : ''}`);
+    }
     if (before?.phase === v.phase) continue;
+    if (v.phase === 'CuttingOver') ctx.events.event(task, 'Normal', 'CutoverStarted', `VM ${v.id}: cutover started after ${v.warm?.precopies ?? 0} precopies; the source is powered off`);
     if (v.phase === 'Succeeded') {
       ctx.events.event(task, 'Normal', 'Imported', `VM ${v.id} imported as VMInstance ${v.vmInstance ?? v.name}${v.downtimeSeconds !== undefined ? ` (downtime ${v.downtimeSeconds} s)` : ''}`);
       metrics.imports.inc({ namespace: task.metadata.namespace ?? '', outcome: 'succeeded', reason: TaskReason.Succeeded });
       observe('creating', v.timestamps?.transferred, v.timestamps?.completed);
       if (v.downtimeSeconds !== undefined) metrics.phaseDuration.observe({ phase: 'downtime' }, v.downtimeSeconds);
+      if (v.downtimeSeconds !== undefined) metrics.downtime.observe({ mode: importMode(task) }, v.downtimeSeconds);
     } else if (v.phase === 'Failed') {
       ctx.events.event(task, 'Warning', 'ImportFailed', `VM ${v.id} (${v.name}): ${v.reason}: ${v.message ?? ''}`);
       metrics.imports.inc({ namespace: task.metadata.namespace ?? '', outcome: 'failed', reason: v.reason ?? TaskReason.Failed });
@@ -132,6 +149,10 @@ export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, '
     if (v.timestamps?.started && !before?.timestamps?.started) observe('validating', task.metadata.creationTimestamp, v.timestamps.started);
     if (v.timestamps?.transferred && !before?.timestamps?.transferred) {
       observe('transferring', v.timestamps.started, v.timestamps.transferred);
+      if (importMode(task) === 'warm' && v.timestamps.sourcePoweredOff) {
+        const s = (Date.parse(v.timestamps.transferred) - Date.parse(v.timestamps.sourcePoweredOff)) / 1000;
+        if (Number.isFinite(s) && s >= 0) metrics.cutoverDuration.observe(s);
+      }
       if (v.bytesTotal) metrics.bytesTransferred.inc(v.bytesTotal);
     }
   }

@@ -7,6 +7,12 @@ export class TaskMetrics {
   readonly imports: Counter<'namespace' | 'outcome' | 'reason'>;
   readonly phaseDuration: Histogram<'phase'>;
   readonly bytesTransferred: Counter;
+  /** Warm imports: precopies completed. */
+  readonly precopies: Counter<'namespace'>;
+  /** Warm imports: source power-off to the final changes copied. */
+  readonly cutoverDuration: Histogram;
+  /** Source power-off to VMInstance created, cold and warm side by side. */
+  readonly downtime: Histogram<'mode'>;
   /** 1 per stalled VM, labelled namespace/task/vm (the chart's TransferStalled alert). */
   readonly stalled: Gauge<'namespace' | 'task' | 'vm'>;
   private readonly stalledByTask = new Map<string, string[]>();
@@ -25,6 +31,17 @@ export class TaskMetrics {
     this.bytesTransferred =
       existing(metricName('import_bytes_transferred_total')) ??
       new Counter({ name: metricName('import_bytes_transferred_total'), help: 'Disk bytes transferred by finished VM transfers.', registers });
+    this.precopies =
+      existing(metricName('import_precopies_total')) ??
+      new Counter({ name: metricName('import_precopies_total'), help: 'Precopies completed by warm VM imports (each copies the blocks changed since the last).', labelNames: ['namespace'], registers });
+    // A cutover copies one delta: seconds to minutes; a downtime is that plus building the VM (cold: the whole copy).
+    const short = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400];
+    this.cutoverDuration =
+      existing(metricName('import_cutover_duration_seconds')) ??
+      new Histogram({ name: metricName('import_cutover_duration_seconds'), help: 'Warm imports: seconds from the source power-off at cutover to the final changes copied.', buckets: short, registers });
+    this.downtime =
+      existing(metricName('import_downtime_seconds')) ??
+      new Histogram({ name: metricName('import_downtime_seconds'), help: 'Seconds from the source VM power-off to its VMInstance created, by mode (cold, warm).', labelNames: ['mode'], buckets: short, registers });
     this.stalled =
       existing(metricName('vm_stalled')) ??
       new Gauge({ name: metricName('vm_stalled'), help: '1 while a VM transfer has made no progress for the stall timeout (series removed when it moves again or ends).', labelNames: ['namespace', 'task', 'vm'], registers });

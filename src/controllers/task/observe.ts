@@ -10,7 +10,8 @@ import { advanceProgress, dataVolumeProgress, restoreSample, type DataVolumeLike
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { isNotFound, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext } from '../../runtime/reconciler.ts';
-import { copiedEarlier, runIsRunning, type VMObservation } from './decide.ts';
+import { importMode, taskCutover } from '../../forklift/warm.ts';
+import { copiedEarlier, runIsRunning, stampOf, type VMObservation } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
 
 export const VM_ID_LABEL = 'vmID';
@@ -79,7 +80,7 @@ export interface ObservedVM {
 export async function observeVM(ctx: ReconcileContext, mem: TaskMemory, task: VMImportTask, v0: VMStatus, o: { now: Date; stallAfterMs: number; migrationName: string }): Promise<ObservedVM> {
   const ns = task.metadata.namespace ?? '';
   const started = v0.timestamps?.started;
-  const observation: VMObservation = { status: v0, migrationName: o.migrationName, now: o.now, stallAfterMs: o.stallAfterMs };
+  const observation: VMObservation = { status: v0, migrationName: o.migrationName, now: o.now, stallAfterMs: o.stallAfterMs, mode: importMode(task), cutoverAt: taskCutover(task) };
   const objects: VMObjects = { transferClaims: [] };
   let plan = await getCached(ctx, mem, GVRs.Plan, ns, v0.plan ?? '');
   if (!plan && started) plan = await ctx.client.get(GVRs.Plan, ns, v0.plan ?? ''); // absence that fails the VM: confirmed live
@@ -91,7 +92,8 @@ export async function observeVM(ctx: ReconcileContext, mem: TaskMemory, task: VM
   if (!mig && started) mig = await ctx.client.get(GVRs.Migration, ns, o.migrationName); // absence that fails the VM: confirmed live
   if (!mig) return { observation, objects };
   objects.migration = mig;
-  observation.migration = { creationTimestamp: mig.metadata?.creationTimestamp, conditions: conditionsOf(mig) };
+  const migCutover = (mig.spec as { cutover?: string } | undefined)?.cutover;
+  observation.migration = { creationTimestamp: mig.metadata?.creationTimestamp, conditions: conditionsOf(mig), cutover: migCutover ? stampOf(migCutover, o.now) : undefined };
   const run = readVMMigration(mig, v0.id) ?? readVMMigration(plan, v0.id);
   if (!run) return { observation, objects };
   observation.run = run;

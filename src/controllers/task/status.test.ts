@@ -102,3 +102,9 @@ test('a task that ended before Finished existed gets Finished=True from its Read
   assert.equal(backfillFinished({ phase: 'Transferring', conditions: [] }, 1, now), undefined, 'still running');
   assert.equal(backfillFinished(undefined, 1, now), undefined);
 });
+
+test('a warm VM precopying or cutting over is the task’s Transferring, behind a VM still validating and ahead of one creating', () => {
+  assert.equal(aggregatePhase([vm('a', 'Precopying'), vm('b', 'Creating')]), 'Transferring');
+  assert.equal(aggregatePhase([vm('a', 'CuttingOver'), vm('b', 'Succeeded')]), 'Transferring');
+  assert.equal(aggregatePhase([vm('a', 'CuttingOver'), vm('b', 'Validating')]), 'Validating');
+});

@@ -8,7 +8,7 @@ export const REASON_PREFLIGHT_PASSED = 'PreflightPassed';
 export const REASON_TRANSFERRED = 'Transferred';
 
 
-const ORDER: VMPhase[] = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'];
+const ORDER: VMPhase[] = ['Pending', 'Validating', 'Transferring', 'Precopying', 'CuttingOver', 'Creating', 'Succeeded', 'Failed'];
 
 export function isTerminalPhase(p: string | undefined): boolean {
   return p === 'Succeeded' || p === 'Failed';
@@ -24,7 +24,9 @@ export function aggregatePhase(vms: VMStatus[]): TaskPhase {
   if (running.length === 0) return vms.every((v) => v.phase === 'Succeeded') ? 'Succeeded' : 'Failed';
   let min = ORDER.length;
   for (const v of running) min = Math.min(min, ORDER.indexOf(v.phase));
-  return ORDER[min] ?? 'Pending';
+  const p = ORDER[min] ?? 'Pending';
+  // A warm import's precopies and cutover are the task's transfer.
+  return p === 'Precopying' || p === 'CuttingOver' ? 'Transferring' : p;
 }
 
 /** Aggregate percent over every VM: bytes where known; a succeeded VM counts whole, a failed one not at all. */
