@@ -367,3 +367,26 @@ test('the task’s cutover reaches the Migration: set when it has none, moved ea
   assert.equal(cutting.status.phase, 'CuttingOver');
   assert.equal(cutting.status.timestamps?.sourcePoweredOff, isoAt(T0 + 5000), 'downtime counts from the power-off at cutover');
 });
+
+test('a warm run past the cutover is transferred in full even when the last precopy’s counters stopped short, and Forklift building the VM shows Creating', () => {
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'CuttingOver', plan: 'plan-1', timestamps: { started: isoAt(T0), sourcePoweredOff: isoAt(T0 + 5000) } };
+  const w: World = { ...fresh('succeed', 'warm'), plan: 'ready', migration: true, stage: 'precopying' };
+  const o = observe(w, status);
+  const run: VMMigration = { ...o.run!, phase: 'CreateVM', pipeline: [{ name: 'DiskTransfer', phase: 'Running', started: isoAt(T0) }], transfer: { totalBytes: TOTAL, doneBytes: TOTAL / 3, phase: 'Running' } };
+  const a = nextVMAction({ ...o, run, transfer: { totalBytes: TOTAL, doneBytes: TOTAL / 3, percent: 33.33, lastChangeAt: T0, idleMs: 3_600_000, converting: false, fromDataVolumes: false }, stallAfterMs: 600_000 });
+  assert.equal(a.type, 'report');
+  assert.equal(a.status.phase, 'Creating');
+  assert.equal(a.status.progress, 100);
+  assert.ok(a.status.timestamps?.transferred);
+  assert.equal(a.status.timestamps?.sourcePoweredOff, isoAt(T0 + 5000), 'the power-off time is kept');
+});
+
+test('a warm VM waiting hours between precopies is never called stalled', () => {
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Precopying', plan: 'plan-1', timestamps: { started: isoAt(T0) } };
+  const w: World = { ...fresh('succeed', 'warm'), plan: 'ready', migration: true, stage: 'precopying', precopies: 2 };
+  const o = observe(w, status, 600_000);
+  const a = nextVMAction({ ...o, transfer: { totalBytes: TOTAL, doneBytes: TOTAL, percent: 100, lastChangeAt: T0, idleMs: 7_200_000, converting: false, fromDataVolumes: false }, dataVolumeIdleMs: 7_200_000 });
+  assert.equal(a.type, 'report');
+  assert.equal(a.status.phase, 'Precopying');
+  assert.equal(a.status.bytesDone, TOTAL);
+});

@@ -153,6 +153,11 @@ function warmDecision(o: VMObservation, v: VMStatus, run: VMMigration, running: 
   v.warm = { ...v.warm, precopies: sum.precopies, lastPrecopySeconds: sum.lastPrecopySeconds ?? v.warm?.lastPrecopySeconds, nextPrecopyAt: sum.nextPrecopyAt, cutoverAt: o.migration?.cutover };
   if (!running) return undefined;
   const stage = warmStage(run);
+  const t = o.transfer;
+  if (stage !== 'after' && t && t.totalBytes > 0) {
+    // The current precopy's bytes; no stall clock: between precopies nothing moves by design.
+    Object.assign(v, { bytesTotal: t.totalBytes, bytesDone: t.doneBytes, progress: t.percent, bytesPerSecond: t.bytesPerSecond, etaSeconds: undefined });
+  }
   if (stage === 'precopy') {
     const patch = cutoverPatch(o.cutoverAt, o.migration?.cutover);
     const retrying = (run.warm?.consecutiveFailures ?? 0) > 0 ? `; the last ${run.warm!.consecutiveFailures} precopy attempt(s) failed and Forklift retries${run.errors.length ? ` (${run.errors.join('; ')})` : ''}` : '';
@@ -167,6 +172,15 @@ function warmDecision(o: VMObservation, v: VMStatus, run: VMMigration, running: 
     return { type: 'report', status: { ...v, phase: 'CuttingOver', reason: TaskReason.CuttingOver, message: `cutover: the source is ${warmSourcePoweredOff(run) ? 'off' : 'being powered off'}; copying the final changes (${run.phase})` } };
   }
   return undefined;
+}
+
+/** The run with its DiskTransfer step (and bytes) complete. */
+function copiedInFull(run: VMMigration): VMMigration {
+  return {
+    ...run,
+    pipeline: run.pipeline.map((st) => (st.name === 'DiskTransfer' ? { ...st, phase: 'Completed' } : st)),
+    transfer: run.transfer ? { ...run.transfer, phase: 'Completed', doneBytes: run.transfer.totalBytes } : undefined,
+  };
 }
 
 /** The ONE next action for one VM. Pure: same observation, same answer. */
@@ -196,7 +210,7 @@ export function nextVMAction(o: VMObservation): VMAction {
     return { type: 'create-migration', status: { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: 'migration started' } };
   }
   ts.started ??= stampOf(o.migration.creationTimestamp, now);
-  const run = o.run;
+  let run = o.run;
   if (!run) {
     const hard = o.migration.conditions.filter((c) => (c.category === 'Critical' || c.category === 'Error') && c.type !== 'PlanNotReady');
     if (hard.length) return { type: 'fail-diagnosed', status: v, blockers: hard };
@@ -206,6 +220,10 @@ export function nextVMAction(o: VMObservation): VMAction {
   if (o.mode === 'warm') {
     const w = warmDecision(o, v, run, running);
     if (w) return w;
+    // Past the cutover (the VM is being built) every byte was copied, whatever the last precopy's
+    // DiskTransfer counters say: the itinerary reaches CreateVM only after the final delta
+    // (kubev2v/forklift@v2.11.5:pkg/controller/plan/migrator/base/migrator.go, warmItinerary).
+    if (warmStage(run) === 'after') run = copiedInFull(run);
   } else if (!ts.sourcePoweredOff && sourcePoweredOff(run)) ts.sourcePoweredOff = stampOf(run.pipeline.find((s) => s.name === 'DiskTransfer')?.started, now);
 
   const t = o.transfer;
