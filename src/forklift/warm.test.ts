@@ -12,7 +12,7 @@ const base: VMImportTask = {
   metadata: { name: 'web', namespace: 'tenant-a', uid: 'uid-1' },
   spec: { sourceRef: { name: 'vc' }, vms: [{ id: 'vm-1' }] },
 };
-const warm = (cutover?: string): VMImportTask => ({ ...base, spec: { ...base.spec, mode: 'warm', ...(cutover ? { cutover } : {}) } as VMImportTask['spec'] });
+const warm = (cutover?: string): VMImportTask => ({ ...base, spec: { ...base.spec, mode: 'warm', ...(cutover ? { cutover } : {}) } });
 const p = (n: string) => ({ name: n, namespace: 'tenant-a' });
 const planOf = (t: VMImportTask) => renderPlan({ task: t, vmId: 'vm-1', providers: { source: p('src'), destination: p('dst') }, networkMap: p('nm'), storageMap: p('sm') });
 
@@ -30,7 +30,7 @@ test('the Migration carries the task’s cutover, in seconds, only for a warm ta
   const plan = { metadata: { name: 'plan-x', namespace: 'tenant-a', uid: 'plan-uid' } };
   assert.equal((renderMigration(warm('2030-01-02T03:04:05.678Z'), 'vm-1', plan).spec as { cutover?: string }).cutover, '2030-01-02T03:04:05Z');
   assert.equal((renderMigration(warm(), 'vm-1', plan).spec as { cutover?: string }).cutover, undefined);
-  assert.equal((renderMigration({ ...base, spec: { ...base.spec, cutover: '2030-01-02T03:04:05Z' } as VMImportTask['spec'] }, 'vm-1', plan).spec as { cutover?: string }).cutover, undefined);
+  assert.equal((renderMigration({ ...base, spec: { ...base.spec, cutover: '2030-01-02T03:04:05Z' } }, 'vm-1', plan).spec as { cutover?: string }).cutover, undefined);
   assert.equal(taskCutover(warm('not a time')), undefined);
 });
 

@@ -2,21 +2,21 @@
 // while the source VM keeps running (a snapshot, the blocks changed since the last one by changed block
 // tracking, every `precopyInterval` minutes), then at the Migration's `spec.cutover` the source is powered
 // off, a final snapshot and delta are copied, and the VM is built. Pure readers of that run.
-import type { VMImportTask } from '../api/types.ts';
+import type { TaskMode, VMImportTask } from '../api/types.ts';
+import { parseRFC3339 } from '../api/warm.ts';
 import type { VMMigration } from './migration.ts';
 
-export type ImportMode = 'cold' | 'warm';
+export type ImportMode = TaskMode;
 
 /** The task's mode (spec.mode; cold when absent). */
 export function importMode(task: Pick<VMImportTask, 'spec'>): ImportMode {
-  return (task.spec as { mode?: string }).mode === 'warm' ? 'warm' : 'cold';
+  return task.spec.mode === 'warm' ? 'warm' : 'cold';
 }
 
-/** The task's cutover (spec.cutover, RFC 3339), normalised to seconds; undefined when absent or unparsable. */
+/** The task's cutover (spec.cutover, RFC 3339 as the webhook admits it), in seconds; undefined when absent. */
 export function taskCutover(task: Pick<VMImportTask, 'spec'>): string | undefined {
-  const raw = (task.spec as { cutover?: string }).cutover;
-  const t = raw ? Date.parse(raw) : NaN;
-  return Number.isFinite(t) ? new Date(t).toISOString().replace(/\.\d{3}Z$/, 'Z') : undefined;
+  const t = parseRFC3339(task.spec.cutover);
+  return t === undefined ? undefined : new Date(t).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 /**
