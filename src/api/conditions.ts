@@ -73,8 +73,6 @@ export const TaskReason = {
   OutputExists: 'OutputExists',
   HostAddressInServiceCIDR: 'HostAddressInServiceCIDR',
   QuotaExceeded: 'QuotaExceeded',
-  /** vCenter could not create or remove a VM snapshot (a warm import's precopy or cutover). */
-  SnapshotFailed: 'SnapshotFailed',
   VMNotFound: 'VMNotFound',
   // engine failures, translated
   PlanNotValid: 'PlanNotValid',

@@ -52,21 +52,6 @@ export const FAILURE_RULES: readonly Rule[] = [
     advice: () => 'the source credentials were refused as invalid; a SHA-1 thumbprint where a PEM CA is expected fails this way — give caCert (PEM) or insecureSkipVerify, then create a new task',
   },
   {
-    // A warm import's precopy or cutover snapshots the source VM (kubev2v/forklift@v2.11.5:
-    // pkg/controller/plan/adapter/vsphere/client.go, CreateSnapshot/RemoveSnapshot): a vCenter account
-    // without the two snapshot privileges fails here, and only in warm imports.
-    match: /snapshot[\s\S]*(permission|denied|NoPermission|privilege)|(permission|denied|NoPermission|privilege)[\s\S]*snapshot/i,
-    reason: TaskReason.SnapshotFailed,
-    advice: (c) =>
-      `vCenter refused to snapshot the VM: a warm import needs the privileges VirtualMachine.State.CreateSnapshot and VirtualMachine.State.RemoveSnapshot for the account of VMImportSource${c.sourceName ? ` "${c.sourceName}"` : ''}; grant them (or import cold), then create a new task`,
-  },
-  {
-    match: /snapshot/i,
-    reason: TaskReason.SnapshotFailed,
-    advice: () =>
-      'vCenter could not create or remove a snapshot of the VM, which a warm import takes for every precopy; check free space on its datastore, consolidate its existing snapshots, and that changed block tracking is enabled, then create a new task (or import cold)',
-  },
-  {
     match: /exceeded quota|exceeds quota|forbidden: exceeded/i,
     reason: TaskReason.QuotaExceeded,
     advice: () => 'the namespace quota cannot hold the transfer volumes (each disk needs about twice its size while it imports); raise requests.storage or free space, then create a new task',

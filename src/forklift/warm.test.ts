@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { VMImportTask } from '../api/types.ts';
-import { translateFailure } from './failures.ts';
 import { readVMMigration, renderMigration } from './migration.ts';
 import { renderPlan } from './plan.ts';
 import { cutoverPatch, importMode, precopySummary, taskCutover, warmSourcePoweredOff, warmStage } from './warm.ts';
@@ -86,15 +85,4 @@ test('the Migration’s cutover is set, or moved earlier, never later', () => {
   assert.equal(cutoverPatch('2029-12-31T00:00:00Z', '2030-01-01T00:00:00Z'), '2029-12-31T00:00:00Z');
   assert.equal(cutoverPatch('2030-01-02T00:00:00Z', '2030-01-01T00:00:00Z'), undefined);
   assert.equal(cutoverPatch('2030-01-01T00:00:00Z', '2030-01-01T00:00:00Z'), undefined);
-});
-
-test('a snapshot vCenter refuses fails as SnapshotFailed naming the two warm-only privileges, other snapshot failures with what to check, Forklift’s words kept', () => {
-  const denied = translateFailure('failed to create snapshot: ServerFaultCode: Permission to perform this operation was denied.', { sourceName: 'vc' });
-  assert.equal(denied.reason, 'SnapshotFailed');
-  assert.match(denied.message, /VirtualMachine\.State\.CreateSnapshot and VirtualMachine\.State\.RemoveSnapshot .*"vc"/);
-  assert.match(denied.message, /Forklift said: failed to create snapshot: ServerFaultCode: Permission to perform this operation was denied\./);
-  const other = translateFailure('An error occurred while saving the snapshot: Insufficient disk space on datastore.');
-  assert.equal(other.reason, 'SnapshotFailed');
-  assert.match(other.message, /free space on its datastore/);
-  assert.equal(translateFailure('Unable to connect to vddk data source: nbd_connect_uri').reason, 'HostUnreachable');
 });
