@@ -174,6 +174,12 @@ export interface VMImportTaskSpec {
   /** Empty → the cluster default class. Must bind Immediate. */
   storageClass?: string;
   networks?: TaskNetworkMapping[];
+  /**
+   * Convert the guests with virt-v2v (virtio drivers, static IPs kept) instead of a raw copy. Default
+   * false. Refused at admission unless the platform enables it (chart value guestConversion.enabled).
+   * Immutable.
+   */
+  guestConversion?: boolean;
 }
 
 export const TASK_PHASES = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;

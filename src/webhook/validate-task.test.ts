@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { validateTask, type TaskFacts, type InventoryVM } from './validate-task.ts';
+import { GUEST_CONVERSION_DISABLED_MESSAGE, validateTask, type TaskFacts, type InventoryVM } from './validate-task.ts';
 
 const Gi = 2 ** 30;
 const immediate = { metadata: { name: 'replicated' }, provisioner: 'x', volumeBindingMode: 'Immediate' };
@@ -125,4 +125,22 @@ test('a Multus attachment in another namespace is refused: the VMInstance attach
   assert.match(v.problems.join('\n'), /spec\.networks\[0\]\.name "infra\/backup" is in another namespace: .*namespace "t" only/);
   // The same attachment named in the task's own namespace, or by its bare name, passes.
   for (const name of ['t/backup', 'backup']) assert.deepEqual(validateTask('CREATE', task({ networks: [{ source: 'network-1', type: 'multus', name }] }), undefined, facts()).problems, []);
+});
+
+test('spec.guestConversion: true is refused naming the chart value unless the platform enables guest conversion', () => {
+  const off = validateTask('CREATE', task({ guestConversion: true }), undefined, facts());
+  assert.equal(off.allowed, false);
+  assert.deepEqual(off.problems, [GUEST_CONVERSION_DISABLED_MESSAGE]);
+  assert.match(off.problems[0]!, /guestConversion\.enabled=true/);
+  // the early pass (no facts) refuses it too, so the message comes before any schema or cluster check
+  assert.deepEqual(validateTask('CREATE', task({ guestConversion: true }), undefined, undefined).problems, [GUEST_CONVERSION_DISABLED_MESSAGE]);
+  assert.deepEqual(validateTask('CREATE', task({ guestConversion: true }), undefined, facts(), { guestConversion: true }), { allowed: true, problems: [], warnings: [] });
+  // false (or absent) is a raw copy and needs nothing from the platform
+  assert.equal(validateTask('CREATE', task({ guestConversion: false }), undefined, facts()).allowed, true);
+  assert.deepEqual(validateTask('CREATE', task({ guestConversion: 'yes' }), undefined, facts(), { guestConversion: true }).problems, ['spec.guestConversion must be true or false (got "yes")']);
+});
+
+test('spec.guestConversion is immutable once the task is accepted', () => {
+  const v = validateTask('UPDATE', task({ guestConversion: true }), task({}), undefined, { guestConversion: true });
+  assert.deepEqual(v.problems, ['spec.guestConversion is immutable once the task is accepted; delete this task and create a new one to import differently']);
 });

@@ -52,7 +52,19 @@ export interface TaskFacts {
  */
 export const CONSERVATIVE_DISK_COUNT = 100;
 
-const IMMUTABLE = ['sourceRef', 'vms', 'storageClass', 'networks'] as const;
+const IMMUTABLE = ['sourceRef', 'vms', 'storageClass', 'networks', 'guestConversion'] as const;
+
+/** What the platform allows, from the controller's configuration (not from the cluster). */
+export interface TaskPlatform {
+  /** Chart value guestConversion.enabled (ControllerConfig.guestConversion). */
+  guestConversion: boolean;
+}
+
+/** A platform without any opt-in: what the webhook judges by when told nothing. */
+export const DEFAULT_PLATFORM: TaskPlatform = { guestConversion: false };
+
+export const GUEST_CONVERSION_DISABLED_MESSAGE =
+  'spec.guestConversion: guest conversion is not enabled on this platform; the platform administrator enables it with the chart value guestConversion.enabled=true once every node carries the seccomp profile virt-v2v needs (libguestfs starts passt). Remove the field to import by raw copy';
 
 function isReady(source: JsonObject): { ready: boolean; reason?: string; message?: string } {
   const conds = asArray(asObject(source.status)?.conditions) ?? [];
@@ -64,7 +76,7 @@ function isReady(source: JsonObject): { ready: boolean; reason?: string; message
  * `facts` undefined: judge only what the object itself shows (the early pass that runs before the CRD
  * schema, and updates). Cluster-dependent rules are skipped, never guessed.
  */
-export function validateTask(operation: Operation, object: unknown, oldObject: unknown, facts: TaskFacts | undefined): Verdict {
+export function validateTask(operation: Operation, object: unknown, oldObject: unknown, facts: TaskFacts | undefined, platform: TaskPlatform = DEFAULT_PLATFORM): Verdict {
   const problems: string[] = [];
   const warnings: string[] = [];
   if (operation === 'DELETE' || operation === 'CONNECT') return verdict([], []);
@@ -84,6 +96,10 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
 
   if (!spec) return verdict(['spec is required: sourceRef and vms'], []);
   const namespace = asString(asObject(obj.metadata)?.namespace) ?? '';
+
+  // guest conversion: a platform opt-in (the nodes must be able to run virt-v2v)
+  if (spec.guestConversion !== undefined && typeof spec.guestConversion !== 'boolean') problems.push(`spec.guestConversion must be true or false (got ${show(spec.guestConversion)})`);
+  else if (spec.guestConversion === true && !platform.guestConversion) problems.push(GUEST_CONVERSION_DISABLED_MESSAGE);
 
   // sourceRef
   const sourceName = asString(asObject(spec.sourceRef)?.name);
