@@ -6,6 +6,7 @@ import { checkStorageClass, type StorageClassLike } from '../preflight/storage.t
 import { defaultVMName, isDNS1035Label, outputNameProblems } from '../preflight/names.ts';
 import { collisionMessage, hostAddressCollision } from '../preflight/cidr.ts';
 import { importBudget, quotaVerdict } from '../preflight/quota.ts';
+import { guestConversionProblem } from '../preflight/conversion.ts';
 import { verdict, type Verdict } from './review.ts';
 import { asArray, asObject, asString, factError, factValue, nonEmpty, sameValue, show, type Fact, type JsonObject } from './fields.ts';
 import type { Operation } from './validate-source.ts';
@@ -63,8 +64,7 @@ export interface TaskPlatform {
 /** A platform without any opt-in: what the webhook judges by when told nothing. */
 export const DEFAULT_PLATFORM: TaskPlatform = { guestConversion: false };
 
-export const GUEST_CONVERSION_DISABLED_MESSAGE =
-  'spec.guestConversion: guest conversion is not enabled on this platform; the platform administrator enables it with the chart value guestConversion.enabled=true once every node carries the seccomp profile virt-v2v needs (libguestfs starts passt). Remove the field to import by raw copy';
+export { GUEST_CONVERSION_DISABLED_MESSAGE } from '../preflight/conversion.ts';
 
 function isReady(source: JsonObject): { ready: boolean; reason?: string; message?: string } {
   const conds = asArray(asObject(source.status)?.conditions) ?? [];
@@ -98,8 +98,8 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
   const namespace = asString(asObject(obj.metadata)?.namespace) ?? '';
 
   // guest conversion: a platform opt-in (the nodes must be able to run virt-v2v)
-  if (spec.guestConversion !== undefined && typeof spec.guestConversion !== 'boolean') problems.push(`spec.guestConversion must be true or false (got ${show(spec.guestConversion)})`);
-  else if (spec.guestConversion === true && !platform.guestConversion) problems.push(GUEST_CONVERSION_DISABLED_MESSAGE);
+  const conversion = guestConversionProblem(spec.guestConversion, platform.guestConversion);
+  if (conversion) problems.push(conversion);
 
   // sourceRef
   const sourceName = asString(asObject(spec.sourceRef)?.name);
