@@ -56,6 +56,12 @@ export interface ControllerConfig {
   pollOnly: boolean;
   /** Requeue period in poll-only mode (the anchor polls every 20 s while a transfer runs). */
   pollIntervalMs: number;
+  /**
+   * The platform allows tasks with spec.guestConversion (chart value guestConversion.enabled): the
+   * administrator states that every node carries the seccomp profile virt-v2v's libguestfs needs to
+   * start passt. Off, the webhook refuses the field.
+   */
+  guestConversion: boolean;
 }
 
 export const DEFAULT_FORKLIFT_NAMESPACE = 'cozy-forklift';
@@ -86,7 +92,9 @@ const USAGE = `migration-controller [flags]
   --log-level <level>          trace|debug|info|warn|error (default info)
   --workers <n>                workers per controller (default 4)
   --poll-only[=true|false]     benchmark baseline: no wake-ups from secondary kinds, fixed requeue (default false)
-  --poll-interval-ms <n>       requeue period in poll-only mode (default 20000)`;
+  --poll-interval-ms <n>       requeue period in poll-only mode (default 20000)
+  --guest-conversion[=true|false]  allow tasks with spec.guestConversion (env GUEST_CONVERSION_ENABLED;
+                               default false: the nodes must carry the seccomp profile libguestfs/passt needs)`;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -107,7 +115,7 @@ function parsePort(v: string, flag: string): number {
   return n;
 }
 
-const BOOL_FLAGS = new Set(['leader-elect', 'poll-only']);
+const BOOL_FLAGS = new Set(['leader-elect', 'poll-only', 'guest-conversion']);
 
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerConfig {
   const flags = new Map<string, string>();
@@ -128,7 +136,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     }
     flags.set(name, value);
   }
-  const known = ['kubeconfig', 'namespace', 'leader-elect', 'lease-name', 'lease-namespace', 'vddk-image', 'forklift-namespace', 'inventory-url', 'service-cidr', 'health-port', 'metrics-port', 'webhook-port', 'webhook-mode', 'log-level', 'workers', 'poll-only', 'poll-interval-ms'];
+  const known = ['kubeconfig', 'namespace', 'leader-elect', 'lease-name', 'lease-namespace', 'vddk-image', 'forklift-namespace', 'inventory-url', 'service-cidr', 'health-port', 'metrics-port', 'webhook-port', 'webhook-mode', 'log-level', 'workers', 'poll-only', 'poll-interval-ms', 'guest-conversion'];
   for (const k of flags.keys()) if (!known.includes(k)) throw new ConfigError(`unknown flag --${k}`);
 
   const get = (flag: string, envName: string | undefined): string | undefined => flags.get(flag) ?? (envName ? env[envName] : undefined);
@@ -144,6 +152,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
   const pollIntervalMs = pollRaw === undefined ? 20_000 : Number(pollRaw);
   if (!Number.isInteger(pollIntervalMs) || pollIntervalMs < 1) throw new ConfigError(`--poll-interval-ms: not a positive number of milliseconds: ${pollRaw}`);
   const pollOnly = flags.has('poll-only') ? parseBool(flags.get('poll-only')!, '--poll-only') : false;
+  const gc = get('guest-conversion', 'GUEST_CONVERSION_ENABLED');
+  const guestConversion = gc === undefined || gc === '' ? false : parseBool(gc, '--guest-conversion');
   const logLevel = get('log-level', 'LOG_LEVEL') || 'info';
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) throw new ConfigError(`--log-level: unknown level ${logLevel}`);
   const inventoryURL = get('inventory-url', 'INVENTORY_URL') || defaultInventoryURL(forkliftNamespace);
@@ -188,5 +198,6 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     workers,
     pollOnly,
     pollIntervalMs,
+    guestConversion,
   };
 }

@@ -189,6 +189,12 @@ export interface VMImportTaskSpec {
    * field of an accepted task: it may be set, or moved earlier, until cutover starts (src/api/warm.ts).
    */
   cutover?: string;
+  /**
+   * Convert the guests with virt-v2v (virtio drivers, static IPs kept) instead of a raw copy. Default
+   * false. Refused at admission unless the platform enables it (chart value guestConversion.enabled).
+   * Immutable.
+   */
+  guestConversion?: boolean;
 }
 
 export const TASK_PHASES = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { diskBus, hasOutputMarkers, renderHandoffDataVolume, renderTargetClaim, renderVMDisk, renderVMInstance, volumeFacts, type OutputMarkers } from './render.ts';
+import { convertedDiskBus, diskBus, hasOutputMarkers, renderHandoffDataVolume, renderTargetClaim, renderVMDisk, renderVMInstance, volumeFacts, type OutputMarkers } from './render.ts';
 import { readScaffoldingDisks, readScaffoldingShape } from './kubevirt.ts';
 import { parseQuantity } from './quantity.ts';
 import type { KubeObject } from '../runtime/kube.ts';
@@ -167,6 +167,24 @@ test('a NIC on an attachment of another namespace is refused with the namespace 
 
 test('disk bus: sata for the first six (q35 AHCI ports), virtio after', () => {
   assert.deepEqual([0, 5, 6, 7].map(diskBus), ['sata', 'sata', 'virtio', 'virtio']);
+});
+
+test('a converted guest has every disk on virtio, past and before the six SATA ports', () => {
+  assert.deepEqual([0, 5, 6, 7].map((i) => convertedDiskBus(i, true)), ['virtio', 'virtio', 'virtio', 'virtio']);
+  assert.deepEqual([0, 5, 6, 7].map((i) => convertedDiskBus(i, false)), ['sata', 'sata', 'virtio', 'virtio']);
+});
+
+test('the VMInstance of a converted guest carries virtio buses on every disk, and is otherwise the same as a raw copy', () => {
+  const shape = readScaffoldingShape(scaffold({ cpu: { cores: 2, sockets: 1 }, memory: { guest: '4Gi' }, firmware: { bootloader: { bios: {} } } }));
+  const names = ['app-disk-0', 'app-disk-1'];
+  const conv = renderVMInstance({ namespace: 'tenant-a', name: 'app', vm: { id: 'vm-42' }, shape, diskNames: names, markers: M, converted: true });
+  const raw = renderVMInstance({ namespace: 'tenant-a', name: 'app', vm: { id: 'vm-42' }, shape, diskNames: names, markers: M });
+  assert.ok(conv.ok && raw.ok);
+  const cs = conv.object.spec as Record<string, unknown>;
+  const rs = raw.object.spec as Record<string, unknown>;
+  assert.deepEqual(cs.disks, [{ name: 'app-disk-0', bus: 'virtio' }, { name: 'app-disk-1', bus: 'virtio' }]);
+  assert.deepEqual(rs.disks, [{ name: 'app-disk-0', bus: 'sata' }, { name: 'app-disk-1', bus: 'sata' }]);
+  assert.deepEqual({ ...cs, disks: undefined }, { ...rs, disks: undefined });
 });
 
 test('output markers: both task uid and vm id must match; Cozystack-prefixed labels count', () => {

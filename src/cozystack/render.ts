@@ -160,6 +160,17 @@ export function diskBus(index: number): 'sata' | 'virtio' {
   return index < SATA_PORTS ? 'sata' : 'virtio';
 }
 
+/**
+ * A converted guest (spec.guestConversion) has virtio drivers installed by virt-v2v, so every disk goes
+ * on virtio. The VMInstance's disk `bus` is the only device setting the vm-instance chart takes
+ * (cozystack/cozystack@v1.6.2:packages/apps/vm-instance/templates/vm.yaml); its interfaces carry no
+ * model, so KubeVirt gives them virtio (kubevirt/kubevirt@v1.6.6:pkg/virt-launcher/virtwrap/converter/network.go,
+ * GetInterfaceType).
+ */
+export function convertedDiskBus(index: number, converted: boolean): 'sata' | 'virtio' {
+  return converted ? 'virtio' : diskBus(index);
+}
+
 export type RenderResult = { ok: true; object: KubeObject } | { ok: false; message: string };
 
 /**
@@ -168,13 +179,22 @@ export type RenderResult = { ok: true; object: KubeObject } | { ok: false; messa
  * topology and memory are carried as explicit resources (never a silent resize: a VM whose size cannot
  * be read fails instead of taking the chart's default type). Firmware is carried as stated.
  */
-export function renderVMInstance(o: { namespace: string; name: string; vm: TaskVM; shape: ScaffoldingShape; diskNames: string[]; markers: OutputMarkers }): RenderResult {
+export function renderVMInstance(o: {
+  namespace: string;
+  name: string;
+  vm: TaskVM;
+  shape: ScaffoldingShape;
+  diskNames: string[];
+  markers: OutputMarkers;
+  /** The guest was converted by virt-v2v (the task's spec.guestConversion): virtio buses. */
+  converted?: boolean;
+}): RenderResult {
   const spec: Obj = {
     runStrategy: 'Halted',
     // Written explicitly: the chart's defaults (u1.medium, ubuntu) would otherwise size and profile the VM.
     instanceType: o.vm.instanceType ?? '',
     instanceProfile: o.vm.instanceProfile ?? '',
-    disks: o.diskNames.map((name, i) => ({ name, bus: diskBus(i) })),
+    disks: o.diskNames.map((name, i) => ({ name, bus: convertedDiskBus(i, o.converted === true) })),
   };
   if (!o.vm.instanceType) {
     const { cpu, memory } = o.shape;

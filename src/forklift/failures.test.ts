@@ -34,3 +34,14 @@ test('Succeeded without a VirtualMachine or claims is detected; a real success i
   assert.equal(engineSucceededWithoutOutput({ engineSucceeded: true, forkliftVM: {}, transferClaims: [{}], expectedDisks: 1 }), false);
   assert.equal(engineSucceededWithoutOutput({ engineSucceeded: false, forkliftVM: undefined, transferClaims: [], expectedDisks: 1 }), false);
 });
+
+test('a failed guest conversion points at the conversion pod\'s log and its three causes, keeping Forklift\'s words', () => {
+  for (const words of ['Guest conversion failed. See pod logs for details.', 'Guest conversion pod not found']) {
+    const t = translateFailure(words);
+    assert.equal(t.reason, 'TransferFailed');
+    assert.match(t.message, /^guest conversion \(virt-v2v\) failed; the log of the conversion pod \(label app=virt-v2v/);
+    assert.match(t.message, /seccomp profile .* cannot convert, or a disk missing on its datastore/);
+    assert.match(t.message, /Import without spec\.guestConversion for a raw copy/);
+    assert.ok(t.message.endsWith(`Forklift said: ${words}`), t.message);
+  }
+});

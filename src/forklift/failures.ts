@@ -30,6 +30,15 @@ const ADD_HOSTS = (c: FailureContext): string =>
 
 /** Order matters: the first match wins. Kept in step with the table in docs/forklift-contract.md. */
 export const FAILURE_RULES: readonly Rule[] = [
+  {
+    // Forklift's only words for a failed or vanished virt-v2v pod (kubev2v/forklift@v2.11.5:
+    // pkg/controller/plan/migration.go, updateConversionProgress); the cause is in the pod's log. First: the
+    // pod's failure must not be read as a transfer fault by the rules below.
+    match: /Guest conversion failed|Guest conversion pod not found/i,
+    reason: TaskReason.TransferFailed,
+    advice: () =>
+      'guest conversion (virt-v2v) failed; the log of the conversion pod (label app=virt-v2v, named after the Forklift Plan and VM id, in this namespace) names the cause: passt denied by the node\'s seccomp profile (tell the platform administrator), a guest virt-v2v cannot convert, or a disk missing on its datastore (docs/conversion.md). Import without spec.guestConversion for a raw copy, or fix the cause, then create a new task',
+  },
   { match: /nbd_connect_uri|has no export named|VixDiskLib_Open|server refused connection|NfcNewAuthdConnectionEx|Failed to connect to .*:902/i, reason: TaskReason.HostUnreachable, advice: ADD_HOSTS },
   {
     match: /AwaitingVDDK|VDDKInitImageUnavailable|VDDKInvalid|vddk.*(not (set|configured)|image)/i,

@@ -28,6 +28,21 @@ test('a Plan is cold raw copy, off, keeps failed disks and writes every default-
   assert.equal(plan.metadata?.ownerReferences?.[0]?.uid, 'uid-1');
 });
 
+test('a task asking for guest conversion gets a Plan that converts (virt-v2v), keeps static IPs and uses virtio; the raw copy keeps compatibility devices', () => {
+  const args = { vmId: 'vm-1', providers: { source: p('src'), destination: p('dst') }, networkMap: p('nm'), storageMap: p('sm') };
+  const conv = renderPlan({ ...args, task: { ...task, spec: { ...task.spec, guestConversion: true } } }).spec as Record<string, unknown>;
+  const raw = renderPlan({ ...args, task: { ...task, spec: { ...task.spec, guestConversion: false } } }).spec as Record<string, unknown>;
+  const absent = renderPlan({ ...args, task }).spec as Record<string, unknown>;
+  assert.deepEqual([conv.skipGuestConversion, conv.preserveStaticIPs, conv.useCompatibilityMode], [false, true, false]);
+  assert.deepEqual([raw.skipGuestConversion, raw.preserveStaticIPs, raw.useCompatibilityMode], [true, true, true]);
+  assert.deepEqual(absent, raw);
+  // Everything else is the same plan: cold, off, failed disks kept, shared disks migrated (so Forklift's
+  // cold vSphere plan takes the virt-v2v transfer path), no preflight inspection.
+  const rest = (s: Record<string, unknown>) => ({ ...s, skipGuestConversion: undefined, useCompatibilityMode: undefined });
+  assert.deepEqual(rest(conv), rest(raw));
+  assert.deepEqual([conv.type, conv.warm, conv.targetPowerState, conv.deleteVmOnFailMigration, conv.migrateSharedDisks, conv.runPreflightInspection], ['cold', false, 'off', false, true, false]);
+});
+
 test('a Migration is owned by its Plan and names it with its uid', () => {
   const m = renderMigration(task, 'vm-1', { metadata: { name: 'plan-x', namespace: 'tenant-a', uid: 'plan-uid' } });
   assert.deepEqual(m.spec, { plan: { name: 'plan-x', namespace: 'tenant-a', uid: 'plan-uid' } });

@@ -18,6 +18,7 @@ export interface PlanInput {
 export function renderPlan(input: PlanInput): KubeObject {
   const { task, vmId } = input;
   const ns = task.metadata.namespace ?? '';
+  const convert = task.spec.guestConversion === true;
   return {
     apiVersion: FORKLIFT_API_VERSION,
     kind: 'Plan',
@@ -44,18 +45,26 @@ export function renderPlan(input: PlanInput): KubeObject {
       type: importMode(task) === 'warm' ? 'warm' : 'cold',
       // Forklift before 2.8 reads `warm` instead of `type`.
       warm: importMode(task) === 'warm',
-      // Raw VDDK copy: no virt-v2v, so nothing on the transfer path needs privileges.
-      skipGuestConversion: true,
+      // Raw VDDK copy by default: no virt-v2v, so nothing on the transfer path needs privileges. With
+      // spec.guestConversion (a platform opt-in, docs/conversion.md) virt-v2v copies and converts the guest
+      // itself: a cold vSphere plan with migrateSharedDisks and conversion takes the v2v transfer path
+      // (kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/plan.go, ShouldUseV2vForTransfer).
+      skipGuestConversion: !convert,
       // The scaffolding VM must never boot: a second copy of a live production VM on the network.
       targetPowerState: 'off',
       // A failed VM keeps its disks for diagnosis; we clean up ourselves on task deletion.
       deleteVmOnFailMigration: false,
-      // Default-true booleans, written explicitly (see above).
+      // Default-true booleans, written explicitly (see above). preserveStaticIPs acts only through virt-v2v,
+      // and only for guests whose VMware Tools report their IPs (the inventory's guest networks): others
+      // get Forklift's VMMissingGuestIPs warning (kubev2v/forklift@v2.11.5:
+      // pkg/controller/plan/adapter/vsphere/builder.go PodEnvironment, validator.go StaticIPs).
       preserveStaticIPs: true,
       migrateSharedDisks: true,
-      // Unconverted guests have no virtio drivers: SATA disks / e1000e NICs.
-      useCompatibilityMode: true,
-      // The preflight inspection runs virt-v2v (libguestfs), which this raw-copy path deliberately avoids.
+      // Unconverted guests have no virtio drivers: SATA disks / e1000e NICs. A converted guest has them,
+      // and Forklift ignores this field then (virtio always; plan.go UseCompatibilityMode): false says so.
+      useCompatibilityMode: !convert,
+      // The preflight inspection runs virt-v2v (libguestfs) before a warm copy; this controller runs cold
+      // plans, where Forklift never inspects (plan.go ShouldRunPreflightInspection).
       runPreflightInspection: false,
       vms: [{ id: vmId }],
     },

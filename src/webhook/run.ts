@@ -51,6 +51,7 @@ export async function startControllerWebhook(cfg: ControllerConfig, client: Kube
     egress: cfg.egress,
     inventory: defaultInventoryClient(cfg, client),
     serviceCIDR: cfg.serviceCIDR,
+    platform: { guestConversion: cfg.guestConversion },
     probeNamespace: cfg.podNamespace,
     logger: log,
   });

@@ -20,7 +20,7 @@ import { FactsGatherer, withTimeout } from './facts.ts';
 import { asObject, asString } from './fields.ts';
 import { buildResponse, parseReview, verdict, type AdmissionRequest, type AdmissionReview, type Verdict } from './review.ts';
 import { sourceNeedsServiceCIDR, validateSource } from './validate-source.ts';
-import { validateTask, type InventoryReader } from './validate-task.ts';
+import { DEFAULT_PLATFORM, validateTask, type InventoryReader, type TaskPlatform } from './validate-task.ts';
 
 /**
  * An AdmissionReview carries the object and the old object (each up to the API server's 3 MiB request
@@ -42,6 +42,8 @@ export interface WebhookServerOptions {
   /** Judges the request's user (SubjectAccessReview by default). */
   access?: AccessChecker;
   inventory?: InventoryReader;
+  /** Platform opt-ins (guest conversion); default none. */
+  platform?: TaskPlatform;
   /** Service CIDR(s) from configuration (comma-separated); otherwise discovered. */
   serviceCIDR?: string;
   /** Namespace for the Service-CIDR probe; default the request's namespace. */
@@ -82,6 +84,7 @@ export interface Reviewer {
 export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | 'certs'>): Reviewer {
   const cidr = new ServiceCIDRResolver(o.client, { override: o.serviceCIDR, timeoutMs: o.readTimeoutMs ?? 1500 });
   const access = o.access ?? new SARAccessChecker({ client: o.client, timeoutMs: o.readTimeoutMs ?? 1500 });
+  const platform = o.platform ?? DEFAULT_PLATFORM;
   const gatherer = new FactsGatherer({ client: o.client, inventory: o.inventory, cidr, probeNamespace: o.probeNamespace, readTimeoutMs: o.readTimeoutMs, cacheTtlMs: o.cacheTtlMs });
 
   async function decide(path: string, req: AdmissionRequest): Promise<Verdict> {
@@ -123,23 +126,23 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
     if (path === PATHS.earlyTask) {
       // Before the schema: structural problems only, denials only (the validating pass warns). Our own
       // rules speak first (their messages say what to do); what they do not cover, the CRD's schema does.
-      const v = validateTask(req.operation, req.object, req.oldObject, undefined);
+      const v = validateTask(req.operation, req.object, req.oldObject, undefined, platform);
       if (!v.allowed || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return verdict(v.problems, []);
       return schemaVerdict(KIND_TASK, taskSchemaProblems(req.object)) ?? verdict([], []);
     }
-    if (req.operation === 'UPDATE' || !obj) return validateTask(req.operation, req.object, req.oldObject, undefined);
+    if (req.operation === 'UPDATE' || !obj) return validateTask(req.operation, req.object, req.oldObject, undefined, platform);
     // Facts about a namespace (its source's readiness, VM and disk counts, ESXi addresses, quotas) go
     // only to a user who may read its imports; anyone else gets the structural verdict alone.
     if (!(await access.allowed(req.userInfo, { namespace, verb: 'get', group: GROUP, resource: 'vmimportsources' }))) {
-      const v = validateTask(req.operation, req.object, req.oldObject, undefined);
+      const v = validateTask(req.operation, req.object, req.oldObject, undefined, platform);
       return verdict(v.problems, [...v.warnings, 'the checks against the cluster were skipped: the requesting user may not read VMImportSources in this namespace; the controller makes them before the import starts']);
     }
     let g = await gatherer.taskFacts(namespace, obj);
-    let v = validateTask(req.operation, req.object, req.oldObject, g.facts);
+    let v = validateTask(req.operation, req.object, req.oldObject, g.facts, platform);
     if (!v.allowed && g.usedCache) {
       // Never deny on a stale view (a storage class or source created a second ago): re-read and re-judge.
       g = await gatherer.taskFacts(namespace, obj, true);
-      v = validateTask(req.operation, req.object, req.oldObject, g.facts);
+      v = validateTask(req.operation, req.object, req.oldObject, g.facts, platform);
     }
     return v;
   }

@@ -7,7 +7,7 @@ import type { KubeClient } from '../runtime/kube.ts';
 import { StaticCerts, generateCA, generateServingCert, type CertSource } from './certs.ts';
 import { installWebhookConfigurations, uninstallWebhookConfigurations } from './config.ts';
 import { startWebhookServer, type WebhookServer } from './server.ts';
-import type { InventoryReader } from './validate-task.ts';
+import type { InventoryReader, TaskPlatform } from './validate-task.ts';
 import { StaticKeyring, type KeyringSource } from '../credentials/keyring.ts';
 import type { EgressPolicy } from '../preflight/egress.ts';
 
@@ -28,6 +28,8 @@ export function testWebhookNames(id: string): { validating: string; mutating: st
 export async function startTestWebhook(o: {
   client: KubeClient;
   inventory?: InventoryReader;
+  /** Platform opt-ins (default none), as the controller's configuration gives them. */
+  platform?: TaskPlatform;
   /** Key ring sealing passwords (default: a fresh in-memory key). */
   keyring?: KeyringSource;
   egress?: EgressPolicy;
@@ -60,6 +62,7 @@ export async function startTestWebhook(o: {
     keyring: o.keyring ?? new StaticKeyring(),
     egress: o.egress,
     inventory: o.inventory,
+    platform: o.platform,
     serviceCIDR: o.serviceCIDR,
     logger: o.logger,
     readTimeoutMs: o.readTimeoutMs,

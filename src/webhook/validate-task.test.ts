@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { validateTask, type TaskFacts, type InventoryVM } from './validate-task.ts';
+import { GUEST_CONVERSION_DISABLED_MESSAGE, validateTask, type TaskFacts, type InventoryVM } from './validate-task.ts';
 
 const Gi = 2 ** 30;
 const immediate = { metadata: { name: 'replicated' }, provisioner: 'x', volumeBindingMode: 'Immediate' };
@@ -192,4 +192,28 @@ test('once a VM is cutting over, or the task has ended, the cutover no longer mo
   assert.deepEqual(validateTask('UPDATE', earlier, ended, undefined).problems, ['spec.cutover cannot change: the task has ended']);
   // Status and metadata writes of a locked task still pass: only a change of spec.cutover is refused.
   assert.equal(validateTask('UPDATE', { ...cutting, metadata: { ...cutting.metadata, finalizers: ['f'] } }, cutting, undefined).allowed, true);
+});
+
+test('spec.guestConversion: true is refused naming the chart value unless the platform enables guest conversion', () => {
+  const off = validateTask('CREATE', task({ guestConversion: true }), undefined, facts());
+  assert.equal(off.allowed, false);
+  assert.deepEqual(off.problems, [GUEST_CONVERSION_DISABLED_MESSAGE]);
+  assert.match(off.problems[0]!, /guestConversion\.enabled=true/);
+  // the early pass (no facts) refuses it too, so the message comes before any schema or cluster check
+  assert.deepEqual(validateTask('CREATE', task({ guestConversion: true }), undefined, undefined).problems, [GUEST_CONVERSION_DISABLED_MESSAGE]);
+  assert.deepEqual(validateTask('CREATE', task({ guestConversion: true }), undefined, facts(), { guestConversion: true }), { allowed: true, problems: [], warnings: [] });
+  // false (or absent) is a raw copy and needs nothing from the platform
+  assert.equal(validateTask('CREATE', task({ guestConversion: false }), undefined, facts()).allowed, true);
+  assert.deepEqual(validateTask('CREATE', task({ guestConversion: 'yes' }), undefined, facts(), { guestConversion: true }).problems, ['spec.guestConversion must be true or false (got "yes")']);
+});
+
+test('spec.guestConversion is immutable once the task is accepted', () => {
+  const v = validateTask('UPDATE', task({ guestConversion: true }), task({}), undefined, { guestConversion: true });
+  assert.deepEqual(v.problems, ['spec.guestConversion is immutable once the task is accepted; delete this task and create a new one to import differently']);
+});
+
+test('a warm task asking for guest conversion is refused even where the platform enables conversion, naming both ways out', () => {
+  const v = validateTask('CREATE', task({ mode: 'warm', guestConversion: true }), undefined, undefined, { guestConversion: true });
+  assert.ok(v.problems.some((p) => p.includes('spec.guestConversion is not supported together with spec.mode: warm')), v.problems.join('\n'));
+  assert.deepEqual(validateTask('CREATE', task({ mode: 'cold', guestConversion: true }), undefined, undefined, { guestConversion: true }).problems, []);
 });

@@ -5,7 +5,7 @@ import ipaddr from 'ipaddr.js';
 import { bundleVerifies, parsePEMBundle } from './certs.ts';
 import { type Cond, type Ctx, blocking, cond, emitEvent, later, sameStatus, secretData, sleep, stamp } from './context.ts';
 import { HttpError, Informer, type Obj, Queue, R, conflict, keyOf, notFound } from './rest.ts';
-import { type DiskFixture, type VMFixture, type World, contentIdentity, sameUrl } from './world.ts';
+import { type ConversionFailure, type DiskFixture, type VMFixture, type World, contentIdentity, sameUrl } from './world.ts';
 
 export const FORKLIFT_API = 'forklift.konveyor.io/v1beta1';
 /** Forklift's own error text when VDDK cannot open the disk on an unreachable/captured ESXi address. */
@@ -61,6 +61,8 @@ export class Forklift {
   /** Validation conditions per plan key (merged with runtime conditions on every write). */
   private readonly planValidation = new Map<string, Cond[]>();
   private readonly runs = new Map<string, Run>();
+  /** Logs of the virt-v2v pods, by namespace/name. */
+  private readonly podLogs = new Map<string, string>();
   private readonly writeChains = new Map<string, Promise<void>>();
   private readonly dirty = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
@@ -679,23 +681,28 @@ export class Forklift {
     for (const vm of vms) {
       const mb = (d: DiskFixture): number => Math.ceil(d.capacity / 2 ** 20);
       const total = vm.disks.reduce((a, d) => a + mb(d), 0);
+      const diskStep = (name: string, description: string): StepState => ({
+        name,
+        description,
+        phase: 'Pending',
+        progress: { total, completed: 0 },
+        annotations: { unit: 'MB' },
+        tasks: vm.disks.map((d) => ({ name: d.file, phase: 'Pending', progress: { total: mb(d), completed: 0 }, annotations: { unit: 'MB' } })),
+      });
+      const init: StepState = { name: 'Initialize', description: 'Initialize migration.', phase: 'Pending', progress: { total: 0, completed: 0 } };
+      const create: StepState = { name: 'VirtualMachineCreation', description: 'Create VM.', phase: 'Pending', progress: { total: 1, completed: 0 } };
       run.vms.push({
         id: vm.id,
         name: vm.name,
         phase: 'Started',
         conditions: [],
-        pipeline: [
-          { name: 'Initialize', description: 'Initialize migration.', phase: 'Pending', progress: { total: 0, completed: 0 } },
-          {
-            name: this.ctx.transferStepName,
-            description: 'Transfer disks.',
-            phase: 'Pending',
-            progress: { total, completed: 0 },
-            annotations: { unit: 'MB' },
-            tasks: vm.disks.map((d) => ({ name: d.file, phase: 'Pending', progress: { total: mb(d), completed: 0 }, annotations: { unit: 'MB' } })),
-          },
-          { name: 'VirtualMachineCreation', description: 'Create VM.', phase: 'Pending', progress: { total: 1, completed: 0 } },
-        ],
+        // The steps of the cold itinerary's phases (pkg/controller/plan/migrator/base/migrator.go, Pipeline and
+        // coldItinerary): with guest conversion on vSphere, virt-v2v copies the disks itself (VirtV2vDiskCopy:
+        // AllocateDisks → DiskAllocation, CreateGuestConversionPod/ConvertGuest → ImageConversion,
+        // CopyDisksVirtV2V → DiskTransferV2v); without it CDI copies them (CopyDisks → DiskTransfer).
+        pipeline: converts(plan)
+          ? [init, diskStep('DiskAllocation', 'Allocate disks.'), { name: 'ImageConversion', description: 'Convert image to kubevirt.', phase: 'Pending', progress: { total: 1, completed: 0 } }, diskStep('DiskTransferV2v', 'Copy disks.'), create]
+          : [init, diskStep(this.ctx.transferStepName, 'Transfer disks.'), create],
       });
     }
     this.markDirty(run);
@@ -738,7 +745,10 @@ export class Forklift {
       vmID: vm.id,
       ...(ctx.forkliftVersion === '2.12' ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
     };
-    const [init, xfer, create] = st.pipeline as [StepState, StepState, StepState];
+    const convert = converts(plan);
+    const init = st.pipeline[0]!;
+    const xfer = st.pipeline[1]!;
+    const create = st.pipeline[st.pipeline.length - 1]!;
     const now = (): string => new Date().toISOString();
     const phase = async (p: string): Promise<void> => {
       await this.holdWhileBlocked(run, signal);
@@ -774,16 +784,20 @@ export class Forklift {
             annotations: { 'forklift.konveyor.io/disk-source': d.file, 'cdi.kubevirt.io/storage.bind.immediate.requested': 'true' },
           },
           spec: {
-            source: {
-              vddk: {
-                backingFile: d.file,
-                url: src.spec.url,
-                uuid: vm.uuid,
-                thumbprint: world.fixture.thumbprint,
-                secretRef: `${plan.metadata.name}-${vm.id}-vddk`,
-                initImageURL: vddk,
-              },
-            },
+            // With guest conversion virt-v2v does the copying into blank DataVolumes (vsphere/builder.go
+            // DataVolumes: `Let virt-v2v do the copying`); otherwise CDI copies over VDDK.
+            source: convert
+              ? { blank: {} }
+              : {
+                  vddk: {
+                    backingFile: d.file,
+                    url: src.spec.url,
+                    uuid: vm.uuid,
+                    thumbprint: world.fixture.thumbprint,
+                    secretRef: `${plan.metadata.name}-${vm.id}-vddk`,
+                    initImageURL: vddk,
+                  },
+                },
             storage: {
               ...(dest.storageClass ? { storageClassName: dest.storageClass } : {}),
               ...(dest.volumeMode ? { volumeMode: dest.volumeMode } : {}),
@@ -794,12 +808,16 @@ export class Forklift {
         }));
         dvs.push(dv);
       }
+      let claims: Obj[];
+      if (convert) {
+        claims = await this.convertAndCopy(run, plan, world, vm, st, dvs, labels, signal, phase, (s) => (step = s));
+      } else {
       step = xfer;
       xfer.phase = 'Running';
       xfer.started = now();
       await phase('CopyDisks');
       // Claims exist (CDI creates them) and are bound before any byte moves.
-      const claims = await Promise.all(dvs.map((dv) => ctx.inf.pvc.waitUntil(() => {
+      claims = await Promise.all(dvs.map((dv) => ctx.inf.pvc.waitUntil(() => {
         const c = ctx.inf.pvc.get(tns, dv.metadata.name);
         return c?.status?.phase === 'Bound' ? c : undefined;
       }, signal)));
@@ -833,6 +851,7 @@ export class Forklift {
       await Promise.all(vm.disks.map((d, i) => this.transferDisk(run, world, vm, d, dvs[i]!, claims[i]!, xfer, i, signal)));
       xfer.phase = 'Completed';
       xfer.completed = now();
+      }
       step = create;
       create.phase = 'Running';
       create.started = now();
@@ -905,8 +924,135 @@ export class Forklift {
     });
   }
 
-  private async transferDisk(run: Run, world: World, vm: VMFixture, d: DiskFixture, dv: Obj, claim: Obj, xfer: StepState, i: number, signal: AbortSignal): Promise<void> {
+  /**
+   * The guest-conversion part of the cold itinerary on vSphere, where virt-v2v copies as it converts
+   * (pkg/controller/plan/migrator/base/migrator.go coldItinerary with VirtV2vDiskCopy and RequiresConversion;
+   * phases in pkg/controller/plan/migration.go):
+   * - AllocateDisks (DiskAllocation): the blank DataVolumes' claims bind; CDI has nothing to import.
+   * - CreateGuestConversionPod (ImageConversion): one virt-v2v pod per VM in the target namespace, named
+   *   `<plan>-<vm id>-` + suffix, labelled plan/migration/vmID + app=virt-v2v, the claims mounted, seccomp
+   *   RuntimeDefault off OpenShift (plan/kubevirt.go EnsureVirtV2vPod, getVirtV2vPod, conversionLabels).
+   * - ConvertGuest (ImageConversion): the pod runs; a pod that ends Failed completes the step with
+   *   "Guest conversion failed. See pod logs for details." and a pod that is gone with "Guest conversion
+   *   pod not found" (migration.go updateConversionProgress). Its log is what tells the causes apart.
+   * - CopyDisksVirtV2V (DiskTransferV2v): per-disk progress from the pod's monitor; ImageConversion
+   *   completes once bytes move (updateConversionProgressV2vMonitor); the pod ends Succeeded.
+   * The pod is left in place (Forklift removes it in cleanup, on the next run or when the plan is archived:
+   * migration.go cleanup, DeleteGuestConversionPod); the claims stay for CreateVM, as on the CDI path.
+   */
+  private async convertAndCopy(
+    run: Run,
+    plan: Obj,
+    world: World,
+    vm: VMFixture,
+    st: VMState,
+    dvs: Obj[],
+    labels: Record<string, string>,
+    signal: AbortSignal,
+    phase: (p: string) => Promise<void>,
+    setStep: (s: StepState) => void,
+  ): Promise<Obj[]> {
     const ctx = this.ctx;
+    const tns: string = plan.spec.targetNamespace;
+    const now = (): string => new Date().toISOString();
+    const [, alloc, conv, copy] = st.pipeline as [StepState, StepState, StepState, StepState, StepState];
+    setStep(alloc);
+    alloc.phase = 'Running';
+    alloc.started = now();
+    await phase('AllocateDisks');
+    const claims = await Promise.all(dvs.map((dv) => ctx.inf.pvc.waitUntil(() => {
+      const c = ctx.inf.pvc.get(tns, dv.metadata.name);
+      return c?.status?.phase === 'Bound' ? c : undefined;
+    }, signal)));
+    for (const t of alloc.tasks ?? []) Object.assign(t, { phase: 'Completed', progress: { ...t.progress, completed: t.progress.total } });
+    alloc.progress.completed = alloc.progress.total;
+    alloc.phase = 'Completed';
+    alloc.completed = now();
+
+    setStep(conv);
+    conv.phase = 'Running';
+    conv.started = now();
+    await phase('CreateGuestConversionPod');
+    const pod = await this.createConversionPod(plan, vm, tns, labels, claims, signal);
+    await phase('ConvertGuest');
+    await this.podStatus(pod, { phase: 'Running', podIP: '10.244.0.10', containerStatuses: [{ name: 'virt-v2v', ready: true, restartCount: 0, image: VIRT_V2V_IMAGE, imageID: '', state: { running: { startedAt: now() } } }] });
+    const failure = vm.faults.conversionFailure;
+    if (failure) {
+      this.podLogs.set(`${tns}/${pod.metadata.name}`, conversionLog(failure, vm));
+      await this.podStatus(pod, {
+        phase: 'Failed',
+        containerStatuses: [{ name: 'virt-v2v', ready: false, restartCount: 0, image: VIRT_V2V_IMAGE, imageID: '', state: { terminated: { exitCode: 1, reason: 'Error', startedAt: conv.started, finishedAt: now() } } }],
+      });
+      throw Object.assign(new Error(GUEST_CONVERSION_FAILED), { forklift: true });
+    }
+    this.podLogs.set(`${tns}/${pod.metadata.name}`, conversionLog(undefined, vm));
+    await sleep(ctx, ctx.timings.stepMs, signal);
+    conv.progress.completed = 1;
+    conv.phase = 'Completed';
+    conv.completed = now();
+
+    setStep(copy);
+    copy.phase = 'Running';
+    copy.started = now();
+    await phase('CopyDisksVirtV2V');
+    await Promise.all(vm.disks.map((d, i) => this.transferDisk(run, world, vm, d, dvs[i]!, claims[i]!, copy, i, signal, true)));
+    await this.podStatus(pod, {
+      phase: 'Succeeded',
+      containerStatuses: [{ name: 'virt-v2v', ready: false, restartCount: 0, image: VIRT_V2V_IMAGE, imageID: '', state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: conv.started, finishedAt: now() } } }],
+    });
+    copy.phase = 'Completed';
+    copy.completed = now();
+    return claims;
+  }
+
+  /** What the virt-v2v pod of `namespace/name` logged (the sim keeps it: no kubelet runs here). */
+  conversionPodLog(namespace: string, name: string): string | undefined {
+    return this.podLogs.get(`${namespace}/${name}`);
+  }
+
+  private async createConversionPod(plan: Obj, vm: VMFixture, tns: string, labels: Record<string, string>, claims: Obj[], signal: AbortSignal): Promise<Obj> {
+    const body = {
+      metadata: { generateName: `${plan.metadata.name}-${vm.id}-`, namespace: tns, labels: { ...labels, app: 'virt-v2v' } },
+      spec: {
+        restartPolicy: 'Never',
+        // No token: nothing in the sim reads the API from inside the pod (and the test cluster mints none).
+        automountServiceAccountToken: false,
+        securityContext: { fsGroup: 107, runAsUser: 107, runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [
+          {
+            name: 'virt-v2v',
+            image: VIRT_V2V_IMAGE,
+            ports: [{ name: 'metrics', containerPort: 2112, protocol: 'TCP' }],
+            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+            volumeMounts: claims.map((_c, i) => ({ name: `vol-${i}`, mountPath: `/mnt/disks/disk${i}` })),
+          },
+        ],
+        volumes: claims.map((c, i) => ({ name: `vol-${i}`, persistentVolumeClaim: { claimName: c.metadata.name } })),
+      },
+    };
+    // A new namespace's default ServiceAccount comes from kube-controller-manager a moment after the
+    // namespace: the ServiceAccount admission refuses a pod until then. Forklift retries on its next pass.
+    for (;;) {
+      try {
+        return await this.ctx.rest.create(R.Pod, body);
+      } catch (e) {
+        if (!(e instanceof HttpError) || !/service ?account/i.test(e.message)) throw e;
+        await sleep(this.ctx, this.ctx.timings.tickMs, signal);
+      }
+    }
+  }
+
+  private async podStatus(pod: Obj, status: Record<string, unknown>): Promise<void> {
+    await this.ctx.rest.patch(R.Pod, pod.metadata.namespace, pod.metadata.name, { status }, 'status').catch((e) => {
+      if (!notFound(e)) throw e;
+    });
+  }
+
+  private async transferDisk(run: Run, world: World, vm: VMFixture, d: DiskFixture, dv: Obj, claim: Obj, xfer: StepState, i: number, signal: AbortSignal, v2v = false): Promise<void> {
+    const ctx = this.ctx;
+    // virt-v2v writes the claim itself: the blank DataVolume stays Succeeded and shows no import progress
+    // (progress is read from the pod's v2v monitor instead: plan/migration.go updateConversionProgressV2vMonitor).
+    const patchDV: (o: Obj, st: Record<string, unknown>) => Promise<void> = v2v ? async () => undefined : (o, st) => this.patchDV(o, st);
     const task = xfer.tasks![i]!;
     task.phase = 'Running';
     task.started = new Date().toISOString();
@@ -915,7 +1061,7 @@ export class Forklift {
     let last = Date.now();
     let froze = false;
     const failAt = vm.faults.failTransferAtPercent;
-    await this.patchDV(dv, { phase: 'ImportInProgress', progress: '0.00%' });
+    await patchDV(dv, { phase: 'ImportInProgress', progress: '0.00%' });
     while (done < totalMB) {
       await sleep(ctx, ctx.timings.tickMs, signal);
       if (await this.holdWhileBlocked(run, signal)) last = Date.now();
@@ -927,7 +1073,7 @@ export class Forklift {
         task.progress.completed = Math.floor((failAt / 100) * totalMB);
         const msg = `Unable to transfer source data to target: nbdkit: vddk: VixDiskLib_Read: ${d.file}: Unknown error at ${failAt}%`;
         task.error = { phase: 'Running', reasons: [msg] };
-        await this.patchDV(dv, { phase: 'Failed', progress: `${failAt.toFixed(2)}%` });
+        await patchDV(dv, { phase: 'Failed', progress: `${failAt.toFixed(2)}%` });
         throw Object.assign(new Error(msg), { forklift: true });
       }
       const stallAt = vm.faults.stallTransferAtPercent;
@@ -936,7 +1082,7 @@ export class Forklift {
         task.progress.completed = Math.floor(done);
         xfer.progress.completed = xfer.tasks!.reduce((a, x) => a + x.progress.completed, 0);
         this.markDirty(run);
-        await this.patchDV(dv, { phase: 'ImportInProgress', progress: `${stallAt.toFixed(2)}%` });
+        await patchDV(dv, { phase: 'ImportInProgress', progress: `${stallAt.toFixed(2)}%` });
         // Hangs until the run (or this VM) is canceled: sleep rejects on abort.
         for (;;) await sleep(ctx, 60_000, signal);
       }
@@ -948,7 +1094,7 @@ export class Forklift {
         task.progress.completed = Math.floor(done);
         xfer.progress.completed = xfer.tasks!.reduce((a, x) => a + x.progress.completed, 0);
         this.markDirty(run);
-        await this.patchDV(dv, { phase: 'ImportInProgress', progress: '99.92%' });
+        await patchDV(dv, { phase: 'ImportInProgress', progress: '99.92%' });
         await sleep(ctx, ctx.timings.conversionMs, signal);
         last = Date.now();
         continue;
@@ -956,14 +1102,14 @@ export class Forklift {
       task.progress.completed = Math.floor(done);
       xfer.progress.completed = xfer.tasks!.reduce((a, x) => a + x.progress.completed, 0);
       this.markDirty(run);
-      await this.patchDV(dv, { phase: done >= totalMB ? 'ImportInProgress' : 'ImportInProgress', progress: `${pct.toFixed(2)}%` });
+      await patchDV(dv, { phase: done >= totalMB ? 'ImportInProgress' : 'ImportInProgress', progress: `${pct.toFixed(2)}%` });
     }
     // The data is on the PV now: record the content identity of the source disk on it.
     const pvName: string = claim.spec?.volumeName ?? ctx.inf.pvc.get(claim.metadata.namespace, claim.metadata.name)?.spec?.volumeName;
     await ctx.rest.patch(R.PV, undefined, pvName, {
       metadata: { annotations: { [CONTENT_ANNOTATION]: contentIdentity(world.url, vm.id, d), [SOURCE_ANNOTATION]: `${world.url}#${vm.id}/${d.file}` } },
     });
-    await this.patchDV(dv, { phase: 'Succeeded', progress: '100.0%', conditions: [{ type: 'Ready', status: 'True', reason: 'Completed' }, { type: 'Bound', status: 'True', reason: 'Bound' }] });
+    await patchDV(dv, { phase: 'Succeeded', progress: '100.0%', conditions: [{ type: 'Ready', status: 'True', reason: 'Completed' }, { type: 'Bound', status: 'True', reason: 'Bound' }] });
     task.phase = 'Completed';
     task.completed = new Date().toISOString();
     this.markDirty(run);
@@ -1076,3 +1222,36 @@ export const VDDK_WAITING_MESSAGE = 'waiting for v2v-vmware configmap or cdi.kub
 
 export const CONTENT_ANNOTATION = 'sim.cozystack.io/content-sha256';
 export const SOURCE_ANNOTATION = 'sim.cozystack.io/source-disk';
+
+/** A Plan that converts its guests (skipGuestConversion false; a vSphere source always requires conversion). */
+function converts(plan: Obj): boolean {
+  return plan.spec?.skipGuestConversion === false;
+}
+
+/** The conversion image Forklift v2.11 runs (its VIRT_V2V_IMAGE setting; a reference only, nothing pulls it here). */
+export const VIRT_V2V_IMAGE = 'quay.io/kubev2v/forklift-virt-v2v:release-v2.11';
+
+/** Forklift's words when the virt-v2v pod fails (kubev2v/forklift@v2.11.5:pkg/controller/plan/migration.go, updateConversionProgress). */
+export const GUEST_CONVERSION_FAILED = 'Guest conversion failed. See pod logs for details.';
+
+/**
+ * The tail of the virt-v2v pod's log for each failure. The seccomp text is what users report from Forklift's
+ * conversion pod under a runtime-default profile (kubev2v/forklift#4491; passt needs unshare(CLONE_NEWUSER),
+ * kubev2v/forklift#1445 and #8242); the other two are virt-v2v's own errors when inspection finds no
+ * convertible OS and when nbdkit's VDDK plugin cannot open a disk.
+ */
+export function conversionLog(failure: ConversionFailure | undefined, vm: VMFixture): string {
+  const opening = `[   0.0] Setting up the source: -i libvirt -ic vpx://vcenter/${vm.name} -it vddk ${vm.name}`;
+  switch (failure) {
+    case 'seccomp':
+      return `${opening}\n[   9.1] Opening the source\nvirt-v2v: error: libguestfs error: could not create appliance through libvirt.\nOriginal error from libvirt: internal error: Child process (passt --one-off) unexpected exit status 1: Couldn't create user namespace: Operation not permitted\n`;
+    case 'unsupportedGuest':
+      return `${opening}\n[   9.1] Opening the source\n[  14.6] Inspecting the source\nvirt-v2v: error: inspection could not detect the source guest (or physical machine).\n`;
+    case 'diskNotFound': {
+      const d = vm.disks[vm.disks.length - 1];
+      return `${opening}\nnbdkit: vddk[1]: error: VixDiskLib_Open: ${d?.file ?? ''}: The system cannot find the file specified\nvirt-v2v: error: nbdkit failed to start\n`;
+    }
+    default:
+      return `${opening}\n[   9.1] Opening the source\n[  14.6] Inspecting the source\n[  30.2] Converting ${vm.name} to run on KVM\nvirt-v2v: The QEMU Guest Agent will be installed for this guest at first boot.\n[  41.0] Copying disk 1/${vm.disks.length}\n`;
+  }
+}

@@ -13,8 +13,8 @@ import { SIM_PROVISIONER, Storage } from './storage.ts';
 import { World, type WorldFixture } from './world.ts';
 
 export { SIM_PROVISIONER, POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
-export { vcenter, World, contentIdentity, inServiceCIDR, type WorldFixture, type VCenterSpec, type VMFixture, type HostFixture, type DiskFixture, type VMFaults } from './world.ts';
-export { CONTENT_ANNOTATION, SOURCE_ANNOTATION, NBD_ERROR } from './forklift.ts';
+export { vcenter, World, contentIdentity, inServiceCIDR, type WorldFixture, type VCenterSpec, type VMFixture, type HostFixture, type DiskFixture, type VMFaults, type ConversionFailure } from './world.ts';
+export { CONTENT_ANNOTATION, SOURCE_ANNOTATION, NBD_ERROR, GUEST_CONVERSION_FAILED, VIRT_V2V_IMAGE } from './forklift.ts';
 export { INVENTORY_SECRET, NAME_LIMITS, appNameError } from './servers.ts';
 export { DEFAULT_TIMINGS, type ForkliftVersion, type SimTimings } from './context.ts';
 
@@ -63,6 +63,8 @@ export interface Sim {
    * goes down and as it comes back (resolves once both status writes are done).
    */
   flapConnection(url: string, holdMs: number): Promise<void>;
+  /** The log of a virt-v2v conversion pod (Forklift's pod logs: no kubelet runs here, the sim keeps them). */
+  conversionPodLog(namespace: string, name: string): string | undefined;
   /** Name of the ValidatingWebhookConfiguration the sim registered. */
   readonly webhookConfigName: string;
   /** Stops loops and servers, removes its webhook configuration. */
@@ -223,6 +225,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
       await startForklift();
     },
     setInventoryCertMismatch: (on: boolean) => inv.setCertMismatch(on),
+    conversionPodLog: (namespace: string, name: string) => forklift?.conversionPodLog(namespace, name),
     async flapConnection(url: string, holdMs: number): Promise<void> {
       if (!forklift) throw new Error('sim: Forklift is not installed');
       const w = byUrl.get(url) ?? ctx.worlds.find((x) => x.url.replace(/\/$/, '') === url.replace(/\/$/, ''));

@@ -52,6 +52,7 @@ export const R = {
   Secret: r('', 'v1', 'secrets', 'Secret'),
   Event: r('', 'v1', 'events', 'Event'),
   PVC: r('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim'),
+  Pod: r('', 'v1', 'pods', 'Pod'),
   PV: r('', 'v1', 'persistentvolumes', 'PersistentVolume', false),
   StorageClass: r('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
   CRD: r('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),

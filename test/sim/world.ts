@@ -43,7 +43,16 @@ export interface VMFaults {
   /** The transfer stops moving at this percentage (0–100) and never resumes, without an error (a VDDK
    *  connection that hangs mid-read); only a cancel ends it. */
   stallTransferAtPercent?: number;
+  /**
+   * Guest conversion (a Plan with skipGuestConversion false) fails in Forklift's ImageConversion step, the
+   * virt-v2v pod ending Failed with this cause in its log: `seccomp` (the node's seccomp profile denies
+   * passt its user namespace), `unsupportedGuest` (inspection finds no operating system virt-v2v can
+   * convert), `diskNotFound` (a disk's VMDK is missing on its datastore when virt-v2v opens it).
+   */
+  conversionFailure?: ConversionFailure;
 }
+
+export type ConversionFailure = 'seccomp' | 'unsupportedGuest' | 'diskNotFound';
 
 export interface VMFixture {
   id: string;

@@ -90,6 +90,7 @@ const ALL_ON = {
   metrics: { stack: 'prometheusOperator', scrape: { enabled: true }, alerts: { enabled: true, runbookBaseURL: 'https://docs.example.com/operations' } },
   networkPolicy: { enabled: true, apiServerCIDRs: ['172.18.0.2/32'] },
   podDisruptionBudget: { enabled: true },
+  guestConversion: { enabled: true },
 };
 
 const VARIANTS: Array<[string, object]> = [
@@ -184,6 +185,8 @@ test('the values schema rejects bad values', async () => {
     { forkliftNamespace: 'Cozy_Forklift' },
     { replicas: 2, leaderElection: { enabled: false } },
     { replicaCount: 2 },
+    { guestConversion: { enabled: 'sometimes' } },
+    { guestConversion: true },
   ];
   const results = await Promise.all(bads.map((bad) => helmAsync(['template', 'x', CHART, '-f', valuesFile(bad)])));
   for (const [i, bad] of bads.entries()) {
@@ -287,6 +290,7 @@ for (const [what, values] of VARIANTS) {
     assert.equal(cfg.leaderElect, true);
     assert.equal(cfg.leaseNamespace, NS);
     assert.equal(cfg.vddkImage, v.vddkImage ?? '');
+    assert.equal(cfg.guestConversion, v.guestConversion?.enabled ?? false);
     const probe = (p: unknown): { path: string; port: unknown } => (p as { httpGet: { path: string; port: unknown } }).httpGet;
     assert.equal(probe(container.livenessProbe).path, '/healthz');
     assert.equal(probe(container.readinessProbe).path, '/readyz');

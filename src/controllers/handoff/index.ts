@@ -582,6 +582,8 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
       shape: readScaffoldingShape(input.forkliftVM!),
       diskNames: disks.map((d) => d.vmDisk),
       markers,
+      // virt-v2v installed virtio drivers into the guest (docs/conversion.md).
+      converted: input.task.spec.guestConversion === true,
     });
     if (!r.ok) return failed(TaskReason.Failed, r.message, out);
     const c = await createOutput(ctx, GVRs.VMInstance, r.object);

@@ -16,3 +16,37 @@ test('the host description names the override when spec.hosts has one, else what
   assert.equal(hostDescription(src, 'host-1', [{ id: 'host-1', name: '10.96.0.50' }]), 'ESXi host host-1 at 10.96.0.50, as vCenter advertises it');
   assert.equal(hostDescription(src, undefined, []), undefined);
 });
+
+test('a task asking for guest conversion on a platform without it fails every waiting VM before any Forklift object exists', async () => {
+  const { runPreflight } = await import('./preflight.ts');
+  const { GUEST_CONVERSION_DISABLED_MESSAGE } = await import('../../preflight/conversion.ts');
+  let vmReads = 0;
+  const inventory = {
+    // Not in the inventory: a VM that got past the conversion check fails VMNotFound here.
+    getVM: async (): Promise<never> => {
+      vmReads++;
+      throw Object.assign(new Error('not found'), { status: 404 });
+    },
+    listHosts: async () => [],
+    listNetworks: async () => [],
+  };
+  const task = { metadata: { name: 't', namespace: 'n', uid: 'u' }, spec: { sourceRef: { name: 'vc' }, vms: [{ id: 'vm-1' }, { id: 'vm-2' }], guestConversion: true } } as never;
+  const source = { metadata: { name: 'vc' }, spec: {} } as unknown as VMImportSource;
+  const vms = [
+    { id: 'vm-1', name: 'vm-1', phase: 'Validating' as const },
+    { id: 'vm-2', name: 'vm-2', phase: 'Failed' as const, reason: 'VMNotFound', message: 'gone' },
+  ];
+  const base = { ctx: {} as never, task, source, providerUID: 'p', storageClass: 'c', inventory, cidr: { resolve: async () => undefined }, vms };
+  const off = await runPreflight({ ...base, guestConversionEnabled: false });
+  assert.deepEqual(off.vms.map((v) => [v.id, v.phase, v.reason, v.message]), [
+    ['vm-1', 'Failed', 'PlanNotValid', GUEST_CONVERSION_DISABLED_MESSAGE],
+    ['vm-2', 'Failed', 'VMNotFound', 'gone'],
+  ]);
+  assert.equal(vmReads, 0, 'decided before asking the inventory');
+  // With the opt-in (or the check not wired), the VM goes on to the inventory.
+  const on = await runPreflight({ ...base, guestConversionEnabled: true });
+  assert.equal(on.vms[0]!.reason, 'VMNotFound');
+  const unwired = await runPreflight(base);
+  assert.equal(unwired.vms[0]!.reason, 'VMNotFound');
+  assert.equal(vmReads, 2);
+});

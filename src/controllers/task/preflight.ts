@@ -10,6 +10,7 @@ import type { ReconcileContext } from '../../runtime/reconciler.ts';
 import { collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
 import { defaultVMName, outputNameProblems } from '../../preflight/names.ts';
 import { importBudget, quotaVerdict, type QuotaLike } from '../../preflight/quota.ts';
+import { guestConversionProblem } from '../../preflight/conversion.ts';
 
 /** What the task reconciler needs from Forklift's inventory (InventoryClient satisfies it). */
 export interface TaskInventory {
@@ -86,6 +87,12 @@ export interface PreflightInput {
   cidr: CIDRSource;
   /** Per-VM status as the last write left it (Pending/Validating). */
   vms: VMStatus[];
+  /**
+   * The platform's guest-conversion opt-in (ControllerConfig.guestConversion). Given, a task asking for
+   * conversion on a platform without it fails before any Forklift object exists (the webhook may have
+   * been off when it was admitted); undefined skips the check.
+   */
+  guestConversionEnabled?: boolean;
 }
 
 export interface PreflightResult {
@@ -113,7 +120,12 @@ export async function runPreflight(p: PreflightInput): Promise<PreflightResult> 
   const [hosts, networks] = await Promise.all([p.inventory.listHosts(p.providerUID), p.inventory.listNetworks(p.providerUID)]);
   const out: VMStatus[] = [];
   const usedNames = new Map<string, string>();
+  const conversion = p.guestConversionEnabled === undefined ? undefined : guestConversionProblem(task.spec.guestConversion, p.guestConversionEnabled);
   for (const v of p.vms) {
+    if (conversion && v.phase !== 'Failed' && !v.plan) {
+      out.push(failVM(v, TaskReason.PlanNotValid, conversion));
+      continue;
+    }
     if (v.phase === 'Failed' || v.plan) {
       out.push(v);
       continue;

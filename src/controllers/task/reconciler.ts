@@ -183,7 +183,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     let inv: Map<string, InventoryVMLike> | undefined;
     let networks: InventoryNetworkLike[] | undefined;
     if (needsPreflight && source) {
-      const pre = await runPreflight({ ctx, task, source, providerUID: source.status!.provider!.uid!, storageClass, inventory: fx.inventory, cidr: fx.cidr, vms: vms.map((v) => (v.phase === 'Pending' ? { ...v, phase: 'Validating' as const, reason: TaskReason.Validating } : v)) });
+      const pre = await runPreflight({ ctx, task, source, providerUID: source.status!.provider!.uid!, storageClass, inventory: fx.inventory, cidr: fx.cidr, vms: vms.map((v) => (v.phase === 'Pending' ? { ...v, phase: 'Validating' as const, reason: TaskReason.Validating } : v)), guestConversionEnabled: cfg.guestConversion });
       inv = pre.inventory;
       networks = pre.networks;
       for (const [id, i] of pre.inventory) {

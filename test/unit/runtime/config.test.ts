@@ -43,3 +43,11 @@ test('unknown flags, bad numbers and no cluster at all are refused with usage', 
   assert.throws(() => parseConfig(['--kubeconfig', '/k', '--health-port', 'x'], {}), ConfigError);
   assert.throws(() => parseConfig([], {}), /not running in a cluster/);
 });
+
+test('guest conversion is off unless the platform turns it on, by flag or GUEST_CONVERSION_ENABLED; a non-boolean is refused', () => {
+  assert.equal(parseConfig(['--kubeconfig', '/k'], {}).guestConversion, false);
+  assert.equal(parseConfig(['--kubeconfig', '/k', '--guest-conversion'], {}).guestConversion, true);
+  assert.equal(parseConfig(['--kubeconfig', '/k', '--guest-conversion=false'], { GUEST_CONVERSION_ENABLED: 'true' }).guestConversion, false);
+  assert.equal(parseConfig(['--kubeconfig', '/k'], { GUEST_CONVERSION_ENABLED: 'true' }).guestConversion, true);
+  assert.throws(() => parseConfig(['--kubeconfig', '/k', '--guest-conversion=maybe'], {}), ConfigError);
+});
