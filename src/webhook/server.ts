@@ -73,6 +73,9 @@ function schemaVerdict(kind: string, problems: string[]): Verdict | undefined {
   const more = problems.length - shown.length;
   return verdict([...shown.map((p) => `${p} (the ${kind} schema)`), ...(more > 0 ? [`and ${more} more schema violation(s)`] : [])], []);
 }
+/** Longer than the API server's 90 s idle-connection timeout (see startWebhookServer). */
+export const WEBHOOK_KEEPALIVE_MS = 120_000;
+
 // A garbage object can break hundreds of rules; the tenant needs the first few, the response stays small.
 const MAX_SCHEMA_PROBLEMS = 10;
 
@@ -234,6 +237,12 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
+  // The API server's webhook client keeps an idle connection for 90 s (Go's http.Transport
+  // IdleConnTimeout, set by k8s.io/apimachinery/pkg/util/net SetTransportDefaults). Node closes idle ones
+  // after 5 s by default, so a review sent on a connection at the moment Node closes it fails with EOF —
+  // "failed calling webhook …: EOF", a denied create under failurePolicy Fail. Holding idle connections
+  // longer than the client does leaves the closing to the client, which never races its own request.
+  server.keepAliveTimeout = WEBHOOK_KEEPALIVE_MS;
   server.on('clientError', (_e, socket) => socket.destroy());
   opts.certs.onChange((c) => {
     try {

@@ -8,6 +8,16 @@ import type { Ctx } from './context.ts';
 import type { Forklift } from './forklift.ts';
 import { type Obj, R } from './rest.ts';
 import { POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
+
+/**
+ * Forklift's inventory and webhook servers are Go net/http servers without an IdleTimeout: an idle
+ * keep-alive connection stays open until the client closes it (net/http Server.IdleTimeout: "If zero,
+ * the value of ReadTimeout is used", both unset in kubev2v/forklift@v2.11.5:pkg/forklift-api/api.go
+ * serveWebhooks, and gin's RunTLS in pkg/lib/inventory/web/web.go for the inventory). Node closes idle connections after 5 s by default, which races the API
+ * server's client (it reuses idle connections for 90 s) into "failed calling webhook …: EOF" — a fault
+ * the real servers never show.
+ */
+const GO_SERVER_IDLE_MS = 10 * 60_000;
 import { type World, sameUrl } from './world.ts';
 
 async function listen(server: https.Server): Promise<number> {
@@ -58,6 +68,7 @@ export class Inventory {
     this.server = https.createServer({ key: cert.keyPEM, cert: cert.certPEM }, (req, res) => {
       this.handle(req, res).catch((e) => json(res, 500, { error: (e as Error).message }));
     });
+    this.server.keepAliveTimeout = GO_SERVER_IDLE_MS;
   }
 
   get caPEM(): string {
@@ -255,6 +266,7 @@ export class Webhook {
     this.server = https.createServer({ key: cert.keyPEM, cert: cert.certPEM }, (req, res) => {
       this.handle(req, res).catch((e) => json(res, 500, { error: (e as Error).message }));
     });
+    this.server.keepAliveTimeout = GO_SERVER_IDLE_MS;
     this.configName = `sim-cozystack-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   }
 
