@@ -13,9 +13,9 @@ import { POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
  * Forklift's inventory and webhook servers are Go net/http servers without an IdleTimeout: an idle
  * keep-alive connection stays open until the client closes it (net/http Server.IdleTimeout: "If zero,
  * the value of ReadTimeout is used", both unset in kubev2v/forklift@v2.11.5:pkg/forklift-api/api.go
- * serveWebhooks, and gin's RunTLS in pkg/lib/inventory/web/web.go for the inventory). Node closes idle connections after 5 s by default, which races the API
- * server's client (it reuses idle connections for 90 s) into "failed calling webhook …: EOF" — a fault
- * the real servers never show.
+ * serveWebhooks, and gin's RunTLS in pkg/lib/inventory/web/web.go for the inventory). Node closes
+ * idle connections after 5 s by default, which races the API server's client (it reuses idle
+ * connections for 90 s) into "failed calling webhook …: EOF" — a fault the real servers never show.
  */
 const GO_SERVER_IDLE_MS = 10 * 60_000;
 import { type World, sameUrl } from './world.ts';
