@@ -1,11 +1,11 @@
-// `npm run test:e2e`: the e2e files on two control planes side by side (shards), each file in its own
+// `npm run test:e2e`: the e2e files on four control planes side by side (shards), each file in its own
 // `node --test` process connected to its shard's plane through MC_TESTENV. Files are dealt to shards by
 // their measured durations (test/e2e/durations.json; longest first onto the least loaded shard), one file
 // at a time per plane — as before, a file never shares its plane with another file running. Each file's
-// output is printed whole when it ends, so two shards never interleave lines. Planes are stopped on
+// output is printed whole when it ends, so shards never interleave lines. Planes are stopped on
 // success, failure and interrupt, and the run fails if any component process outlived it.
 //
-//   node test/e2e/run.ts                        # every file, 2 shards
+//   node test/e2e/run.ts                        # every file, 4 shards
 //   node test/e2e/run.ts a.test.ts b.test.ts    # these files, 1 shard (one control plane)
 //   node test/e2e/run.ts --shards 1             # every file on one plane, one after another
 //   node test/e2e/run.ts --write-durations      # also record this run's per-file durations
@@ -31,6 +31,7 @@ function findTests(dir: string): string[] {
 }
 
 const DURATIONS_FILE = join(REPO_ROOT, 'test/e2e/durations.json');
+const PLANE_START_TIMEOUT_MS = 180_000;
 // One test may take this long (node's --test-timeout is per test, not per file).
 const TEST_TIMEOUT_MS = 10 * 60_000;
 // A whole file gets 4× its recorded duration, at least 5 min and at most 25 min (10 min when never
@@ -53,7 +54,11 @@ const writeDurations = argv.includes('--write-durations');
 const filter = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--shards').map((f) => join(process.cwd(), f));
 const found = findTests(join(REPO_ROOT, 'test/e2e'));
 const files = filter.length ? filter : found;
-const shardCount = Math.max(1, Math.min(files.length, Number(flagValue('shards') ?? process.env.MC_E2E_SHARDS ?? (filter.length ? 1 : 2))));
+// Four planes by default: most of a file's time is spent waiting (on the simulated engine's timings and
+// kube-controller-manager's periodic passes), not computing, so four files side by side on two cores
+// finish in about half the time two did; a plane costs ~5 CPU s to start and ~400 MiB of memory.
+const DEFAULT_SHARDS = 4;
+const shardCount = Math.max(1, Math.min(files.length, Number(flagValue('shards') ?? process.env.MC_E2E_SHARDS ?? (filter.length ? 1 : DEFAULT_SHARDS))));
 
 /** Seconds per file (repository-relative path) from the last recorded full run. */
 function knownDurations(): Record<string, number> {
@@ -147,7 +152,9 @@ function runFile(file: string, shard: number, descriptor: string): Promise<FileR
 }
 
 async function runShard(shard: number, list: string[]): Promise<{ results: FileResult[]; survivors: string[]; logsDir?: string }> {
-  const cp = await ControlPlane.start();
+  // Four planes start at once, on two cores other work may share: kube-apiserver's bootstrap alone has
+  // taken over 60 s (the harness's default start deadline) on a machine at load average 25.
+  const cp = await ControlPlane.start({ startTimeoutMs: PLANE_START_TIMEOUT_MS });
   const descriptor = join(cp.info.dir, 'testenv.json');
   writeFileSync(descriptor, JSON.stringify(cp.info, null, 2));
   const results: FileResult[] = [];
