@@ -4,7 +4,7 @@
 // running them in those gaps takes minutes off the whole run instead of adding theirs to it. Each part's
 // output is printed whole when it ends (never interleaved); the run fails if any part fails, and prints
 // each part's wall time and the CPU time of the whole run (this process's children, every component
-// process they reaped included).
+// process they reaped included). Arguments go to the e2e runner: `npm test -- --write-durations`.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resourceUsage } from 'node:process';
@@ -25,10 +25,13 @@ interface Result {
   seconds: number;
 }
 
+const e2eArgs = process.argv.slice(2);
+
 function run(part: string): Promise<Result> {
   const t0 = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(npm, ['run', '--silent', part], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+    const args = ['run', '--silent', part, ...(part === 'test:e2e' && e2eArgs.length ? ['--', ...e2eArgs] : [])];
+    const child = spawn(npm, args, { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
     running.add(child);
     const out: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => out.push(c));
