@@ -1,10 +1,11 @@
 // `npm test`: lint, unit tests and the e2e suite started side by side, each as the npm script of the same
 // name. The e2e suite spends its first seconds starting control planes and much of its time waiting on
 // the simulated engine and kube-controller-manager's periodic passes; lint and unit tests are pure CPU, so
-// running them in those gaps takes minutes off the whole run instead of adding theirs to it. Each part's
-// output is printed whole when it ends (never interleaved); the run fails if any part fails, and prints
-// each part's wall time and the CPU time of the whole run (this process's children, every component
-// process they reaped included). Arguments go to the e2e runner: `npm test -- --write-durations`.
+// running them in those gaps takes minutes off the whole run instead of adding theirs to it. The e2e
+// runner's output goes straight through (it prints each file whole as it ends, and a heartbeat); lint's
+// and the unit tests' are printed whole when they end. The run fails if any part fails, and prints each
+// part's wall time and the CPU time of the whole run (this process's children, every component process
+// they reaped included). Arguments go to the e2e runner: `npm test -- --write-durations`.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resourceUsage } from 'node:process';
@@ -34,8 +35,9 @@ function run(part: string): Promise<Result> {
     const child = spawn(npm, args, { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
     running.add(child);
     const out: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => out.push(c));
+    const live = part === 'test:e2e';
+    child.stdout.on('data', (c: Buffer) => (live ? process.stdout.write(c) : out.push(c)));
+    child.stderr.on('data', (c: Buffer) => (live ? process.stderr.write(c) : out.push(c)));
     child.on('close', (code, sig) => {
       running.delete(child);
       const r = { part, code: code ?? (sig ? 1 : 0), seconds: Math.round((Date.now() - t0) / 100) / 10 };
