@@ -67,9 +67,17 @@ function figures<T>(name: string): T {
   return (JSON.parse(readFileSync(path, 'utf8')) as { figures: T }).figures;
 }
 
+/** Each benchmark's verdict line and the first error line it printed, then the run's last lines. */
+function summary(): string {
+  const lines = run.output.split('\n');
+  const verdicts = lines.filter((l) => /^#### \S+: (done|FAILED)/.test(l));
+  const errors = lines.filter((l) => /^(Error|\S*Error\b|.*control plane failed to start)/.test(l)).map((l) => l.slice(0, 400));
+  return [...verdicts, ...errors.slice(0, 10), '…', run.output.slice(-2000)].join('\n');
+}
+
 test('every benchmark process of `npm run bench` ends by itself and leaves no control plane behind', () => {
-  assert.equal(run.timedOut, false, `bench/run.ts --quick did not end within ${RUN_DEADLINE_MS / 60_000} min:\n${run.output.slice(-3000)}`);
-  assert.equal(run.code, 0, run.output.slice(-3000));
+  assert.equal(run.timedOut, false, `bench/run.ts --quick did not end within ${RUN_DEADLINE_MS / 60_000} min:\n${summary()}`);
+  assert.equal(run.code, 0, summary());
   const started = readFileSync(recordFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { dir: string; component: string; pid: number });
   const planes = new Set(started.map((s) => s.dir));
   // startup, requests, latency, scale (one size), webhook: one private control plane each.
