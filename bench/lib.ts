@@ -299,7 +299,7 @@ function vmId(disks: 1 | 4, i: number): string {
 
 export async function startEnv(o: EnvOptions = {}): Promise<BenchEnv> {
   const t0 = Date.now();
-  const cp = await ControlPlane.start({ auditLog: o.auditLog !== false, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true, startTimeoutMs: 120_000 });
+  const cp = await ControlPlane.start({ auditLog: o.auditLog !== false, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true });
   const admin = new KubeClient(kubeConfigFor(cp.info.admin.kubeconfigPath), { fieldManager: 'bench' });
   await applyCRDs(admin, join(REPO_ROOT, 'crds'));
   const n1 = o.oneDiskVMs ?? 0;

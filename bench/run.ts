@@ -4,10 +4,15 @@
 //   npm run bench                                   # the full set (about 15 minutes on 2 cores)
 //   npm run bench -- --quick                        # smallest form of each (a smoke run)
 //   npm run bench -- --only latency,scale --sizes 50,200,800 --repeats 5
+//   npm run bench -- --quick --parallel             # the smoke run: every benchmark at once, each still
+//                                                   # in its own process on its own control plane
 // Flags: --quick, --only <names>, --repeats <n> (startup, requests, latency), --objects <n> (startup/idle),
 // --sizes <list> and --timeout-minutes <n> (scale), --pv-sync-period <d>, --poll-interval-ms <n> (latency),
-// --idle-seconds <n>, --baseline <git ref> (webhook, cache-index: that ref's code measured side by side; default for cache-index: main).
-import { spawn } from 'node:child_process';
+// --idle-seconds <n>, --baseline <git ref> (webhook, cache-index: that ref's code measured side by side; default for cache-index: main),
+// --parallel (start every chosen benchmark at once; each one's output is printed whole when it ends).
+// --parallel is for smoke runs: benchmarks running side by side share the machine's cores, so their
+// figures are not comparable with a sequential run's.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, RESULTS_DIR, parseFlags } from './lib.ts';
@@ -44,17 +49,40 @@ if (only && chosen.length !== only.length) {
   process.exit(2);
 }
 
+const parallel = flags.has('parallel');
 const failed: string[] = [];
-for (const b of chosen) {
-  console.log(`\n#### ${b.name}: node ${b.file} ${b.flags.join(' ')}`);
-  const t0 = Date.now();
-  const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, b.file), ...b.flags], { stdio: 'inherit', env: { ...process.env, ...b.env }, cwd: REPO_ROOT });
-    child.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0)));
+const running = new Set<ChildProcess>();
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    // Each benchmark stops its own control plane on these signals (test/e2e/env/controlplane.ts).
+    for (const c of running) c.kill(sig);
   });
-  console.log(`#### ${b.name}: ${code === 0 ? 'done' : `FAILED (exit ${code})`} in ${Math.round((Date.now() - t0) / 1000)} s`);
+}
+
+/** Runs one benchmark to its end; in parallel mode its output is collected and printed whole at the end. */
+async function runBench(b: Bench): Promise<void> {
+  const head = `#### ${b.name}: node ${b.file} ${b.flags.join(' ')}`;
+  if (!parallel) console.log(`\n${head}`);
+  const t0 = Date.now();
+  const out: Buffer[] = [];
+  const code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, b.file), ...b.flags], { stdio: parallel ? ['ignore', 'pipe', 'pipe'] : 'inherit', env: { ...process.env, ...b.env }, cwd: REPO_ROOT });
+    running.add(child);
+    child.stdout?.on('data', (c: Buffer) => out.push(c));
+    child.stderr?.on('data', (c: Buffer) => out.push(c));
+    child.on('close', (c, sig) => {
+      running.delete(child);
+      resolve(c ?? (sig ? 1 : 0));
+    });
+  });
+  const tail = `#### ${b.name}: ${code === 0 ? 'done' : `FAILED (exit ${code})`} in ${Math.round((Date.now() - t0) / 1000)} s`;
+  if (parallel) process.stdout.write(`\n${head}\n${Buffer.concat(out).toString('utf8')}${tail}\n`);
+  else console.log(tail);
   if (code !== 0) failed.push(b.name);
 }
+
+if (parallel) await Promise.all(chosen.map(runBench));
+else for (const b of chosen) await runBench(b);
 if (failed.length) {
   console.error(`\nbenchmarks that failed to run: ${failed.join(', ')}`);
   process.exit(1);

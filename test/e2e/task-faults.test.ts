@@ -1,5 +1,5 @@
 // Injected engine faults end in their reason with a message a tenant can act on (real API server + simulator).
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
@@ -71,85 +71,91 @@ async function waitForEnd(ns: string): Promise<VMImportTask> {
   }, { timeoutMs: 90_000 });
 }
 
-test('a transfer that fails midway ends TransferFailed keeping the engine\'s words and telling the user to create a new task', async () => {
-  const ns = await setup('flt-xfer', [{ id: 'vm-1' }]);
-  const t = await waitForEnd(ns);
-  const v = t.status!.vms![0]!;
-  assert.equal(v.phase, 'Failed');
-  assert.equal(v.reason, 'TransferFailed');
-  assert.match(v.message!, /create a new task/);
-  assert.match(v.message!, /Forklift said: .*VixDiskLib_Read/);
-  assert.ok((v.bytesDone ?? 0) > 0, 'the progress reached before the failure is kept');
-  assert.equal(t.status?.conditions?.find((x) => x.type === 'Ready')?.reason, 'TransferFailed');
-});
+// Each fault below has its own namespace, source, task and VM, and waits on its own engine timings (the
+// simulated transfer, the stall period, the unreachable host's failure): they run side by side, against
+// the one controller, as a cluster's imports do. The restart test comes after them, alone: it restarts
+// that controller.
+describe('injected engine faults, side by side', { concurrency: true }, () => {
+  test('a transfer that fails midway ends TransferFailed keeping the engine\'s words and telling the user to create a new task', async () => {
+    const ns = await setup('flt-xfer', [{ id: 'vm-1' }]);
+    const t = await waitForEnd(ns);
+    const v = t.status!.vms![0]!;
+    assert.equal(v.phase, 'Failed');
+    assert.equal(v.reason, 'TransferFailed');
+    assert.match(v.message!, /create a new task/);
+    assert.match(v.message!, /Forklift said: .*VixDiskLib_Read/);
+    assert.ok((v.bytesDone ?? 0) > 0, 'the progress reached before the failure is kept');
+    assert.equal(t.status?.conditions?.find((x) => x.type === 'Ready')?.reason, 'TransferFailed');
+  });
 
-test('CDI\'s 99.92% plateau reads as Converting, not as a stall, and the VM then completes', async () => {
-  const ns = await setup('flt-conv', [{ id: 'vm-2' }]);
-  const conv = await waitFor('reason Converting', async () => {
-    const v = (await getTask(ns))?.status?.vms?.[0];
-    return v?.reason === 'Converting' ? v : undefined;
-  }, { timeoutMs: 60_000 });
-  assert.match(conv.message!, /converting/);
-  assert.ok(conv.progress! >= 99.9 && conv.progress! < 100);
-  const t = await waitForEnd(ns);
-  assert.equal(t.status?.vms?.[0]?.phase, 'Succeeded', JSON.stringify(t.status?.vms?.[0]));
-});
+  test('CDI\'s 99.92% plateau reads as Converting, not as a stall, and the VM then completes', async () => {
+    const ns = await setup('flt-conv', [{ id: 'vm-2' }]);
+    const conv = await waitFor('reason Converting', async () => {
+      const v = (await getTask(ns))?.status?.vms?.[0];
+      return v?.reason === 'Converting' ? v : undefined;
+    }, { timeoutMs: 60_000 });
+    assert.match(conv.message!, /converting/);
+    assert.ok(conv.progress! >= 99.9 && conv.progress! < 100);
+    const t = await waitForEnd(ns);
+    assert.equal(t.status?.vms?.[0]?.phase, 'Succeeded', JSON.stringify(t.status?.vms?.[0]));
+  });
 
-test('a DataVolume waiting for a VDDK image forever fails the VM with VDDKNotConfigured and cancels its migration', async () => {
-  const ns = await setup('flt-vddk', [{ id: 'vm-3' }]);
-  const t = await waitForEnd(ns);
-  const v = t.status!.vms![0]!;
-  assert.equal(v.reason, 'VDDKNotConfigured', v.message);
-  assert.match(v.message!, /chart value vddkImage/);
-  assert.match(v.message!, /AwaitingVDDK/);
-  const mig = (await c.list(GVRs.Migration, ns)).items[0] as KubeObject & { spec?: { cancel?: Array<{ id: string }> } };
-  assert.deepEqual(mig.spec?.cancel, [{ id: 'vm-3' }]);
-});
+  test('a DataVolume waiting for a VDDK image forever fails the VM with VDDKNotConfigured and cancels its migration', async () => {
+    const ns = await setup('flt-vddk', [{ id: 'vm-3' }]);
+    const t = await waitForEnd(ns);
+    const v = t.status!.vms![0]!;
+    assert.equal(v.reason, 'VDDKNotConfigured', v.message);
+    assert.match(v.message!, /chart value vddkImage/);
+    assert.match(v.message!, /AwaitingVDDK/);
+    const mig = (await c.list(GVRs.Migration, ns)).items[0] as KubeObject & { spec?: { cancel?: Array<{ id: string }> } };
+    assert.deepEqual(mig.spec?.cancel, [{ id: 'vm-3' }]);
+  });
 
-test('a transfer stuck at 0% is reported Stalled with the claims\' events and the host diagnosis, then fails HostUnreachable', async () => {
-  const ns = await setup('flt-far', [{ id: 'vm-4' }]);
-  const stalled = await waitFor('reason Stalled', async () => {
-    const v = (await getTask(ns))?.status?.vms?.[0];
-    return v?.reason === 'Stalled' && /VixDiskLib_Open/.test(v.message ?? '') ? v : undefined;
-  }, { timeoutMs: 60_000 });
-  assert.match(stalled.message!, /no progress for/);
-  assert.match(stalled.message!, /host-2 at 192\.0\.2\.20/);
-  const t = await waitForEnd(ns);
-  const v = t.status!.vms![0]!;
-  assert.equal(v.reason, 'HostUnreachable');
-  assert.match(v.message!, /spec\.hosts\[\]/);
-});
+  test('a transfer stuck at 0% is reported Stalled with the claims\' events and the host diagnosis, then fails HostUnreachable', async () => {
+    const ns = await setup('flt-far', [{ id: 'vm-4' }]);
+    const stalled = await waitFor('reason Stalled', async () => {
+      const v = (await getTask(ns))?.status?.vms?.[0];
+      return v?.reason === 'Stalled' && /VixDiskLib_Open/.test(v.message ?? '') ? v : undefined;
+    }, { timeoutMs: 60_000 });
+    assert.match(stalled.message!, /no progress for/);
+    assert.match(stalled.message!, /host-2 at 192\.0\.2\.20/);
+    const t = await waitForEnd(ns);
+    const v = t.status!.vms![0]!;
+    assert.equal(v.reason, 'HostUnreachable');
+    assert.match(v.message!, /spec\.hosts\[\]/);
+  });
 
-test('a Plan that reports Succeeded without producing a VirtualMachine or claims fails the VM with EngineReportedSuccessWithoutOutput', async () => {
-  const ns = await setup('flt-trap', [{ id: 'vm-5' }]);
-  // The retry trap: give the Plan a history (a finished earlier attempt) while Forklift still validates it;
-  // Forklift then "migrates" nothing and reports Succeeded.
-  const plan = await waitFor('the Plan', async () => (await c.list(GVRs.Plan, ns)).items[0]);
-  const conds = ((plan.status as { conditions?: unknown[] } | undefined)?.conditions ?? []) as unknown[];
-  const ref = (name: string) => ({ name, namespace: ns, uid: `${name}-uid`, generation: 1 });
-  await c.patch(
-    GVRs.Plan,
-    ns,
-    plan.metadata!.name!,
-    {
-      status: {
-        conditions: [...conds, { type: 'Failed', status: 'True', category: 'Advisory', reason: 'Completed', message: 'The plan execution has FAILED.', lastTransitionTime: new Date().toISOString() }],
-        // A history entry is Forklift's full snapshot (the strict Plan schema requires every part of it).
-        migration: {
-          history: [{ migration: ref('earlier'), plan: ref(plan.metadata!.name!), provider: { source: ref('src'), destination: ref('dst') }, map: { network: ref('nm'), storage: ref('sm') } }],
-          vms: [{ id: 'vm-5', phase: 'Completed', pipeline: [], conditions: [{ type: 'Succeeded', status: 'True', category: 'Advisory', lastTransitionTime: new Date().toISOString() }] }],
+  test('a Plan that reports Succeeded without producing a VirtualMachine or claims fails the VM with EngineReportedSuccessWithoutOutput', async () => {
+    const ns = await setup('flt-trap', [{ id: 'vm-5' }]);
+    // The retry trap: give the Plan a history (a finished earlier attempt) while Forklift still validates it;
+    // Forklift then "migrates" nothing and reports Succeeded.
+    const plan = await waitFor('the Plan', async () => (await c.list(GVRs.Plan, ns)).items[0]);
+    const conds = ((plan.status as { conditions?: unknown[] } | undefined)?.conditions ?? []) as unknown[];
+    const ref = (name: string) => ({ name, namespace: ns, uid: `${name}-uid`, generation: 1 });
+    await c.patch(
+      GVRs.Plan,
+      ns,
+      plan.metadata!.name!,
+      {
+        status: {
+          conditions: [...conds, { type: 'Failed', status: 'True', category: 'Advisory', reason: 'Completed', message: 'The plan execution has FAILED.', lastTransitionTime: new Date().toISOString() }],
+          // A history entry is Forklift's full snapshot (the strict Plan schema requires every part of it).
+          migration: {
+            history: [{ migration: ref('earlier'), plan: ref(plan.metadata!.name!), provider: { source: ref('src'), destination: ref('dst') }, map: { network: ref('nm'), storage: ref('sm') } }],
+            vms: [{ id: 'vm-5', phase: 'Completed', pipeline: [], conditions: [{ type: 'Succeeded', status: 'True', category: 'Advisory', lastTransitionTime: new Date().toISOString() }] }],
+          },
         },
       },
-    },
-    'merge',
-    { subresource: 'status' },
-  );
-  const t = await waitForEnd(ns);
-  const v = t.status!.vms![0]!;
-  assert.equal(v.phase, 'Failed');
-  assert.equal(v.reason, 'EngineReportedSuccessWithoutOutput', v.message);
-  assert.match(v.message!, /create a new task/);
-  assert.equal((await c.list(GVRs.VMInstance, ns)).items.length, 0);
+      'merge',
+      { subresource: 'status' },
+    );
+    const t = await waitForEnd(ns);
+    const v = t.status!.vms![0]!;
+    assert.equal(v.phase, 'Failed');
+    assert.equal(v.reason, 'EngineReportedSuccessWithoutOutput', v.message);
+    assert.match(v.message!, /create a new task/);
+    assert.equal((await c.list(GVRs.VMInstance, ns)).items.length, 0);
+  });
 });
 
 test('a controller restart keeps a stalled transfer Stalled: the stall clock is read back from status, not started over', async () => {

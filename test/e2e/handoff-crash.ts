@@ -5,19 +5,23 @@
 // Each time: the volumes are the very objects the transfer filled (same UID, same content), Bound to
 // vm-disk-<…>; one claim, DataVolume, VMDisk and VMInstance per output; the class's reclaim policy; no
 // Released volume, no transfer claim, no scaffolding VirtualMachine; the task Ready=True.
+//
+// The kill points are run by two files, each half of them on its own control plane
+// (handoff-crash-early.test.ts, handoff-crash-late.test.ts): every point takes two controller processes
+// and a whole import, and one after another they made the longest file of the suite. Together the two
+// files cover every point (CRASH_POINTS), each exactly once.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { CONTENT_ANNOTATION, contentIdentity, createStorageClass, startSim, vcenter, type Sim } from '../sim/index.ts';
-import { parseConfig } from '../../src/config.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
-import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
+import { isAlreadyExists, type KubeClient, type KubeObject } from '../../src/runtime/kube.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
 import { LABEL_TASK_UID, LABEL_VM_ID } from '../../src/api/labels.ts';
 import { ENV_KILL_AFTER_STEP, HANDOFF_STEPS, Step, VM_STEPS, type StepName } from '../../src/controllers/handoff/index.ts';
 import { REPO_ROOT, freshNamespace, installOurCRDs, testEnv, waitFor } from './env/index.ts';
-import { adminClient, createSource, waitForReason } from './source-helpers.ts';
+import { CONTROLLER_NS, adminClient, createSource, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-crash.example.com/sdk';
 const CLASS = 'handoff-crash';
@@ -33,25 +37,27 @@ let sim: Sim;
 let c: KubeClient;
 let kubeconfigPath: string;
 
-before(async () => {
-  const env = await testEnv();
-  kubeconfigPath = env.admin.kubeconfigPath;
-  await installOurCRDs();
-  await createStorageClass(kubeconfigPath, { name: CLASS, reclaimPolicy: 'Delete' });
-  sim = await startSim({ kubeconfigPath, worlds: [world] });
-  c = await adminClient();
-  // The controller's own namespace (its credentials key lives there) exists wherever it runs; without it
-  // the spawned controller never seals the source's password and the source never turns Ready.
-  const own = parseConfig(['--kubeconfig', kubeconfigPath], {}).podNamespace;
-  await c.create(GVRs.Namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: own } } as KubeObject).catch((e: Error) => {
-    if (!/already exists/.test(e.message)) throw e;
+function setup(): void {
+  before(async () => {
+    const env = await testEnv();
+    kubeconfigPath = env.admin.kubeconfigPath;
+    await installOurCRDs();
+    await createStorageClass(kubeconfigPath, { name: CLASS, reclaimPolicy: 'Delete' });
+    sim = await startSim({ kubeconfigPath, worlds: [world] });
+    c = await adminClient();
+    // The controller's own namespace (its credentials key ring, the projected Secrets) exists wherever it
+    // runs, as the chart's release namespace does; without it no source connects. Created here, not left
+    // to whichever file ran on this control plane before.
+    await c.create(GVRs.Namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: CONTROLLER_NS } } as KubeObject).catch((e: unknown) => {
+      if (!isAlreadyExists(e)) throw e;
+    });
   });
-});
 
-after(async () => {
-  await sim?.stop();
-  c?.close();
-});
+  after(async () => {
+    await sim?.stop();
+    c?.close();
+  });
+}
 
 interface Proc {
   child: ChildProcess;
@@ -154,7 +160,7 @@ function leaveDataVolume(ns: string, disk: number): { stop: () => Promise<void>;
   };
 }
 
-const killPoints: Array<{ step: StepName; disk?: number }> = [
+export const CRASH_POINTS: Array<{ step: StepName; disk?: number }> = [
   // Every step boundary, on the first disk of a two-disk VM (disk steps) or the VM (VM steps)…
   ...HANDOFF_STEPS.map((step) => (VM_STEPS.includes(step) ? { step } : { step, disk: step === Step.DeleteTransferDataVolume ? 1 : 0 })),
   // …and in the middle of the multi-disk loop.
@@ -162,7 +168,14 @@ const killPoints: Array<{ step: StepName; disk?: number }> = [
   { step: Step.SettleVolume, disk: 1 },
 ];
 
-for (const kp of killPoints) {
+/** The kill points of half `half` (0: the first half of CRASH_POINTS, 1: the rest), each as one test. */
+export function crashTests(half: 0 | 1): void {
+  setup();
+  const mid = Math.ceil(CRASH_POINTS.length / 2);
+  for (const kp of half === 0 ? CRASH_POINTS.slice(0, mid) : CRASH_POINTS.slice(mid)) crashTest(kp);
+}
+
+function crashTest(kp: { step: StepName; disk?: number }): void {
   const point = kp.disk === undefined ? kp.step : `${kp.step}:${kp.disk}`;
   test(`SIGKILL right after ${point}: a restarted controller finishes with the transferred volumes intact and nothing duplicated or left behind`, async () => {
     const ns = await freshNamespace('crash');
@@ -172,7 +185,11 @@ for (const kp of killPoints) {
     let second: Proc | undefined;
     try {
       await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
-      await waitForReason(c, ns, 'vc', 'Connected');
+      // A freshly spawned controller process first loads and type-strips its sources: on a loaded machine
+      // that alone has taken most of the default 30 s.
+      await waitForReason(c, ns, 'vc', 'Connected', 90_000).catch((e: Error) => {
+        throw new Error(`${e.message}; the controller said: ${first.output()}`);
+      });
       await c.create(GVRs.VMImportTask, {
         apiVersion: 'forklift.cozystack.io/v1alpha1',
         kind: 'VMImportTask',
