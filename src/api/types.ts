@@ -307,6 +307,11 @@ export interface VMStatus {
   warm?: WarmStatus;
   /** Forklift Plan built for this VM. */
   plan?: string;
+  /**
+   * The Warning concerns of the source VM's assessment at preflight, one sentence each (label,
+   * assessment, what to do): the import runs, these say what may not carry over.
+   */
+  warnings?: string[];
   timestamps?: {
     started?: string;
     sourcePoweredOff?: string;

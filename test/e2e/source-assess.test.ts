@@ -1,12 +1,17 @@
 // The readiness assessment, end to end on the real API server with the simulator: a source publishes each
-// VM's facts, concerns and verdict with a per-verdict summary in its printer columns.
+// VM's facts, concerns and verdict with a per-verdict summary in its printer columns; a task naming a
+// Blocked VM is refused at admission in Forklift's words with the fix; a ReadyWithWarnings VM imports and
+// keeps its warnings in status.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { vcenter } from '../sim/index.ts';
-import type { KubeClient } from '../../src/runtime/kube.ts';
-import type { SourceInventoryVM, VMImportSource } from '../../src/api/types.ts';
-import { freshNamespace, kubectl, waitFor } from './env/index.ts';
-import { bootWorld, type BootedWorld } from './fixtures.ts';
+import { vcenter, type Sim } from '../sim/index.ts';
+import { GVRs } from '../../src/runtime/gvr.ts';
+import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
+import type { SourceInventoryVM, VMImportSource, VMImportTask } from '../../src/api/types.ts';
+import { InventoryClient } from '../../src/forklift/inventory.ts';
+import { startTestWebhook, type TestWebhook } from '../../src/webhook/testkit.ts';
+import { freshNamespace, kubectl, testEnv, waitFor } from './env/index.ts';
+import { applyAs, bootWorld, denial, tenantWithRole, waitForWebhookEffective, type BootedWorld } from './fixtures.ts';
 import { createSource, getSource, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-assess.example.com/sdk';
@@ -26,14 +31,17 @@ const world = vcenter({
 });
 
 let booted: BootedWorld;
+let sim: Sim;
 let c: KubeClient;
+let wh: TestWebhook | undefined;
 
 before(async () => {
   booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'assess-fast' }] });
-  ({ c } = booted);
+  ({ sim, c } = booted);
 });
 
 after(async () => {
+  await wh?.stop();
   await booted?.shutdown();
 });
 
@@ -75,4 +83,56 @@ test('a source publishes each VM\'s facts, concerns and verdict, and kubectl get
   const [head, row] = r.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/));
   const col = (name: string) => row![head!.indexOf(name)];
   assert.deepEqual([col('VMS'), col('READY-VMS'), col('WARNINGS'), col('BLOCKED')], ['4', '1', '1', '2']);
+});
+
+test('a task naming a Blocked VM is refused at admission in Forklift\'s words with the fix; a ReadyWithWarnings VM is admitted with warnings, imports, and keeps them in status', async () => {
+  const ns = await freshNamespace('assess-admit');
+  // The source first (the test webhook would seal its password with a key the controller does not hold),
+  // then the namespace joins the webhook.
+  await assessedSource(ns);
+  const env = await testEnv();
+  const inventory = new InventoryClient({ baseURL: sim.inventory.url, ca: () => sim.inventory.caPEM, token: () => env.admin.token, timeoutMs: 2000 });
+  wh = await startTestWebhook({ client: c, inventory });
+  await c.patch(GVRs.Namespace, undefined, ns, { metadata: { labels: { [wh.selector.key]: wh.selector.value } } });
+  const task = (name: string, id: string) => ({ apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name }, spec: { sourceRef: { name: 'vc' }, storageClass: 'assess-fast', vms: [{ id }] } });
+  await waitForWebhookEffective(ns, { ...task('probe', 'vm-1'), spec: { sourceRef: { name: 'absent' }, vms: [{ id: 'vm-1' }] } });
+  const tenant = await tenantWithRole(ns);
+
+  const refused = await applyAs(tenant, ns, task('db', 'vm-2'));
+  assert.notEqual(refused.code, 0);
+  assert.equal(
+    denial(refused.stderr),
+    'spec.vms[0]: VM "db01" (vm-2) is Blocked: Raw Device Mapped disk detected (Critical, Forklift): RDM disks are not currently supported by Migration Toolkit for Virtualization. The VM cannot be migrated unless the RDM disks are removed. You can reattach them to the VM after migration. Fix: remove the RDM disk from the VM in vSphere (copy its data to a virtual disk if it must come along) and import again.',
+  );
+  assert.equal(await c.get(GVRs.VMImportTask, ns, 'db'), undefined);
+  const shared = await applyAs(tenant, ns, task('cluster', 'vm-3'));
+  assert.match(denial(shared.stderr), /^spec\.vms\[0\]: VM "cluster01" \(vm-3\) is Blocked: Shared disk detected \(Critical, migration-controller\): .* Fix: detach the shared disk/);
+
+  const ok = await applyAs(tenant, ns, task('app', 'vm-4'));
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.match(ok.stderr, /Warning: spec\.vms\[0\]: VM "app01" \(vm-4\): TPM detected \(Warning, Forklift\): The VM is configured with a TPM device\. TPM data will not be transferred during the migration\./);
+  assert.match(ok.stderr, /Warning: spec\.vms\[0\]: VM "app01" \(vm-4\): UEFI with Secure Boot \(Warning, migration-controller\)/);
+  const done = await waitFor('the ReadyWithWarnings VM imported', async () => {
+    const t = (await c.get(GVRs.VMImportTask, ns, 'app')) as unknown as VMImportTask | undefined;
+    return t?.status?.phase === 'Succeeded' || t?.status?.phase === 'Failed' ? t : undefined;
+  }, { timeoutMs: 120_000 });
+  const vm = done.status!.vms![0]!;
+  assert.equal(vm.phase, 'Succeeded', JSON.stringify(vm));
+  assert.deepEqual(vm.warnings?.map((w) => w.slice(0, w.indexOf(':'))), ['TPM detected (Warning, Forklift)', 'UEFI firmware (Warning, migration-controller)', 'UEFI with Secure Boot (Warning, migration-controller)']);
+  await wh.stop();
+  wh = undefined;
+});
+
+test('a task created around the webhook naming a Blocked VM fails at preflight before any Forklift object exists', async () => {
+  const ns = await freshNamespace('assess-preflight');
+  await assessedSource(ns);
+  await c.create(GVRs.VMImportTask, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 't', namespace: ns }, spec: { sourceRef: { name: 'vc' }, storageClass: 'assess-fast', vms: [{ id: 'vm-3' }] } } as KubeObject);
+  const t = await waitFor('the task failed', async () => {
+    const x = (await c.get(GVRs.VMImportTask, ns, 't')) as unknown as VMImportTask | undefined;
+    return x?.status?.phase === 'Failed' ? x : undefined;
+  }, { timeoutMs: 30_000 });
+  const vm = t.status!.vms![0]!;
+  assert.equal(vm.reason, 'VMBlocked');
+  assert.match(vm.message ?? '', /^VM cluster01 cannot be imported: Shared disk detected \(Critical, migration-controller\): /);
+  for (const gvr of [GVRs.Plan, GVRs.NetworkMap, GVRs.StorageMap]) assert.deepEqual((await c.list(gvr, ns)).items, [], `no ${gvr.kind}`);
 });
