@@ -1,7 +1,7 @@
 // The readiness assessment, end to end on the real API server with the simulator: a source publishes each
 // VM's facts, concerns and verdict with a per-verdict summary in its printer columns; a task naming a
 // Blocked VM is refused at admission in Forklift's words with the fix; a ReadyWithWarnings VM imports and
-// keeps its warnings in status.
+// keeps its warnings in status; an inventory that cannot be read shows on the source as Degraded.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { vcenter, type Sim } from '../sim/index.ts';
@@ -41,6 +41,7 @@ before(async () => {
 });
 
 after(async () => {
+  await sim?.setInventoryCertMismatch(false).catch(() => undefined);
   await wh?.stop();
   await booted?.shutdown();
 });
@@ -135,4 +136,31 @@ test('a task created around the webhook naming a Blocked VM fails at preflight b
   assert.equal(vm.reason, 'VMBlocked');
   assert.match(vm.message ?? '', /^VM cluster01 cannot be imported: Shared disk detected \(Critical, migration-controller\): /);
   for (const gvr of [GVRs.Plan, GVRs.NetworkMap, GVRs.StorageMap]) assert.deepEqual((await c.list(gvr, ns)).items, [], `no ${gvr.kind}`);
+});
+
+test('a source whose Forklift inventory cannot be read reports Degraded InventoryUnavailable since when within seconds, and clears it by itself', async () => {
+  const ns = await freshNamespace('assess-fault');
+  // The inventory keeps its certificate while the published CA no longer matches it: every read fails.
+  await sim.setInventoryCertMismatch(true);
+  const createdAt = Date.now();
+  await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: creds });
+  const degraded = async () => (await getSource(c, ns, 'vc'))?.status?.conditions?.find((x) => x.type === 'Degraded');
+  const d = await waitFor('Degraded=True', async () => {
+    const x = await degraded();
+    return x?.status === 'True' ? x : undefined;
+  }, { timeoutMs: 20_000 });
+  assert.equal(d.reason, 'InventoryUnavailable');
+  assert.match(d.message, /^failing since \S+ \(\d+ attempts, retrying with backoff\): Forklift's inventory service cannot be read: .*rollout restart deploy\/forklift-controller/);
+  const since = Date.parse(/failing since (\S+)/.exec(d.message)![1]!);
+  assert.ok(since >= Math.floor(createdAt / 1000) * 1000 - 1000 && since <= Date.now(), d.message);
+  // The connection itself is fine: Ready stays Connected while the inventory fails.
+  assert.equal((await getSource(c, ns, 'vc'))?.status?.conditions?.find((x) => x.type === 'Ready')?.reason, 'Connected');
+
+  await sim.setInventoryCertMismatch(false);
+  const cleared = await waitFor('Degraded=False', async () => {
+    const x = await degraded();
+    return x?.status === 'False' ? x : undefined;
+  }, { timeoutMs: 90_000 });
+  assert.equal(cleared.reason, 'Recovered');
+  await waitFor('the inventory published', async () => (await getSource(c, ns, 'vc'))?.status?.inventory?.summary, { timeoutMs: 30_000 });
 });

@@ -271,6 +271,11 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
     }
   }
   ownWrites.wrote(GVRs.VMImportSource, await writeStatus(src, ctx, obs, deps));
+  // Forklift's inventory failing (not loading: refusing, unreachable, a stale certificate) is a fault of
+  // this source, written once its status is: thrown, the manager retries with backoff and, within one
+  // backoff step, sets Degraded (InventoryUnavailable, what fails and since when), cleared by the first
+  // pass that reads it again (src/runtime/faults.ts). Returned quietly, only an Event said so.
+  if (obs.inventoryFault) throw obs.inventoryFault;
   return result;
 }
 
@@ -558,6 +563,7 @@ async function publishInventory(cfg: ControllerConfig, deps: SourceReconcilerDep
     const msg = e instanceof InventoryError ? e.message : errMessage(e);
     ctx.log.warn({ err: msg }, 'could not read the Forklift inventory');
     ctx.events.event(src as unknown as KubeObject, 'Warning', 'InventoryUnavailable', msg);
+    obs.inventoryFault = e;
     return false;
   }
   const list = pickerList(vms, INVENTORY_CAP);
