@@ -74,6 +74,8 @@ export const TaskReason = {
   HostAddressInServiceCIDR: 'HostAddressInServiceCIDR',
   QuotaExceeded: 'QuotaExceeded',
   VMNotFound: 'VMNotFound',
+  /** The source VM's readiness assessment has a Critical concern (src/forklift/assess.ts). */
+  VMBlocked: 'VMBlocked',
   // engine failures, translated
   PlanNotValid: 'PlanNotValid',
   HostUnreachable: 'HostUnreachable',

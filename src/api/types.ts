@@ -120,13 +120,73 @@ export interface VMImportSourceStatus {
   inventory?: SourceInventoryStatus;
 }
 
-/** One VM of the source's inventory, as a tenant needs it to write a task. */
+/** Readiness of a source VM for an import (src/forklift/assess.ts): the worst category of its concerns. */
+export const VM_VERDICTS = ['Ready', 'ReadyWithWarnings', 'Blocked'] as const;
+export type VMVerdict = (typeof VM_VERDICTS)[number];
+
+/** One concern about a VM: Forklift's own (its inventory's validation policies) or the controller's. */
+export interface VMConcern {
+  /** Stable id: Forklift's policy id (vmware.…) or ours (cozystack.…); docs/assessment.md lists each. */
+  id?: string;
+  /** Critical blocks the import; Warning lets it run with a caveat; Information is a note. */
+  category: 'Critical' | 'Warning' | 'Information';
+  label: string;
+  assessment: string;
+}
+
+/** A disk as the assessment needs it. */
+export interface SourceInventoryDisk {
+  /** Bytes. */
+  capacity: number;
+  /** Controller bus: scsi, sata, ide, nvme. */
+  bus?: string;
+  /** vSphere disk mode: persistent, independent_persistent, independent_nonpersistent. */
+  mode?: string;
+  /** Raw Device Mapping. */
+  rdm?: boolean;
+  /** Shared with other VMs (multi-writer). */
+  shared?: boolean;
+}
+
+/** A NIC as the assessment needs it. */
+export interface SourceInventoryNIC {
+  /** The source network id (network-N, dvportgroup-N). */
+  network: string;
+}
+
+/** One VM of the source's inventory, as a tenant needs it to write a task and to know if it will boot. */
 export interface SourceInventoryVM {
   /** Managed-object reference (vm-N): what `spec.vms[].id` of a task names. */
   id: string;
   name: string;
   /** Inventory folder path. */
   path: string;
+  /** poweredOn, poweredOff or suspended. */
+  power?: string;
+  /** Guest OS family from the guest id: windows, linux or other. */
+  os?: 'windows' | 'linux' | 'other';
+  /** vSphere guest id (rhel9_64Guest, windows2019srv_64Guest, …). */
+  guestId?: string;
+  firmware?: 'bios' | 'efi';
+  /** Set (true) only when UEFI Secure Boot is on. */
+  secureBoot?: boolean;
+  /** VMware Tools: running, notRunning, notInstalled or unknown. */
+  tools?: 'running' | 'notRunning' | 'notInstalled' | 'unknown';
+  /** Changed Block Tracking enabled on the VM (warm imports need it). */
+  cbt?: boolean;
+  disks?: SourceInventoryDisk[];
+  /** NICs by the network (id) they are on, in order. */
+  nics?: SourceInventoryNIC[];
+  verdict?: VMVerdict;
+  /** Critical and Warning concerns first; empty when none. */
+  concerns?: VMConcern[];
+}
+
+/** VMs per verdict, over every VM of the inventory (not only those listed). */
+export interface SourceInventorySummary {
+  ready: number;
+  readyWithWarnings: number;
+  blocked: number;
 }
 
 export interface SourceInventoryStatus {
@@ -136,6 +196,8 @@ export interface SourceInventoryStatus {
   listed: number;
   /** True when `vms` holds only the first `listed` VMs (ordered by path, name, id). */
   truncated: boolean;
+  /** VMs per verdict (printer columns). */
+  summary?: SourceInventorySummary;
   vms: SourceInventoryVM[];
 }
 
@@ -251,6 +313,11 @@ export interface VMStatus {
   warm?: WarmStatus;
   /** Forklift Plan built for this VM. */
   plan?: string;
+  /**
+   * The Warning concerns of the source VM's assessment at preflight, one sentence each (label,
+   * assessment, what to do): the import runs, these say what may not carry over.
+   */
+  warnings?: string[];
   timestamps?: {
     started?: string;
     sourcePoweredOff?: string;

@@ -2,6 +2,8 @@
 // The server certificate is verified against the CA Forklift publishes (Secret
 // forklift-inventory-serving-cert, key ca.crt); the caller's bearer token authenticates.
 import https from 'node:https';
+import type { SourceInventorySummary, VMVerdict } from '../api/types.ts';
+import { summarise } from './assess.ts';
 
 export interface Ref {
   kind: string;
@@ -260,6 +262,14 @@ export class InventoryClient {
   listVMs(providerUID: string): Promise<InventoryVMSummary[]> {
     return this.get<InventoryVMSummary[]>(`${this.base(providerUID)}/vms`);
   }
+  /**
+   * Every VM with its facts and concerns: detail 2 and above serve the full VM record
+   * (kubev2v/forklift@v2.11.5:pkg/controller/provider/web/vsphere/vm.go, VM.Content; web/base/handler.go
+   * setDetail reads the number). 4 leaves room for what later levels add.
+   */
+  listVMsDetailed(providerUID: string): Promise<InventoryVMSummary[]> {
+    return this.get<InventoryVMSummary[]>(`${this.base(providerUID)}/vms?detail=4`);
+  }
   getVM(providerUID: string, id: string): Promise<InventoryVM> {
     return this.get<InventoryVM>(`${this.base(providerUID)}/vms/${encodeURIComponent(id)}`);
   }
@@ -285,11 +295,20 @@ export function pickerList(vms: InventoryVMSummary[], cap: number): { items: Arr
 /**
  * The inventory as published in a VMImportSource's status: the picker list (ordered by path, name, id)
  * cut at `maxItems` entries and at `maxBytes` of JSON, whichever comes first, with counts and a
- * truncation flag. Pure.
+ * truncation flag. `entry` builds each published entry (default: id, name, path); with `assess`, the
+ * summary counts every VM's verdict, listed or not. Pure.
  */
-export function statusInventory(vms: InventoryVMSummary[], maxItems: number, maxBytes: number): { total: number; listed: number; truncated: boolean; vms: Array<{ id: string; name: string; path: string }> } {
-  const all = pickerList(vms, Number.MAX_SAFE_INTEGER).items;
-  const out: Array<{ id: string; name: string; path: string }> = [];
+export function statusInventory<E extends { id: string; name: string; path: string; verdict?: VMVerdict } = { id: string; name: string; path: string }>(
+  vms: InventoryVMSummary[],
+  maxItems: number,
+  maxBytes: number,
+  entry?: (vm: InventoryVMSummary) => E,
+): { total: number; listed: number; truncated: boolean; summary?: SourceInventorySummary; vms: E[] } {
+  const make = entry ?? ((v: InventoryVMSummary) => ({ id: String(v.id), name: String(v.name ?? ''), path: String(v.path ?? '') }) as E);
+  const all = vms
+    .map(make)
+    .sort((a, b) => a.path.localeCompare(b.path) || a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  const out: E[] = [];
   let bytes = 2;
   for (const v of all) {
     if (out.length >= maxItems) break;
@@ -298,5 +317,5 @@ export function statusInventory(vms: InventoryVMSummary[], maxItems: number, max
     bytes += size;
     out.push(v);
   }
-  return { total: all.length, listed: out.length, truncated: out.length < all.length, vms: out };
+  return { total: all.length, listed: out.length, truncated: out.length < all.length, ...(entry ? { summary: summarise(all.map((v) => v.verdict)) } : {}), vms: out };
 }

@@ -38,9 +38,11 @@ test('failed loads are not cached and reads are bounded', async () => {
 });
 
 test('inventory answers are reduced to the fields used, whatever their shape', () => {
-  assert.deepEqual(normaliseVM({ name: 'web', host: 'host-1', disks: [{ capacity: 5, key: 1 }, { capacity: 'x' }, 7], extra: true }), { name: 'web', host: 'host-1', disks: [{ capacity: 5 }, { capacity: 0 }, { capacity: 0 }] });
+  assert.deepEqual(normaliseVM({ name: 'web', host: 'host-1', disks: [{ capacity: 5, key: 1 }, { capacity: 'x' }, 7], extra: true }), { name: 'web', host: 'host-1', disks: [{ capacity: 5 }, { capacity: 0 }, { capacity: 0 }], assessed: [] });
   assert.equal(normaliseVM('junk'), null);
-  assert.deepEqual(normaliseVM({ id: 'vm-1', disks: 'x' }), { name: 'vm-1', host: undefined, disks: [] });
+  assert.deepEqual(normaliseVM({ id: 'vm-1', disks: 'x' }), { name: 'vm-1', host: undefined, disks: [], assessed: [] });
+  // The record's facts and Forklift's concerns come back assessed.
+  assert.deepEqual(normaliseVM({ name: 'db', disks: [{ capacity: 5, rdm: true }] })?.assessed?.map((c) => c.id), ['vmware.disk.rdm.detected']);
   assert.deepEqual(normaliseHosts([{ id: 'host-1', name: '10.0.0.1' }, { id: 2 }, null]), [{ id: 'host-1', name: '10.0.0.1' }]);
   assert.deepEqual(normaliseHosts({}), []);
 });

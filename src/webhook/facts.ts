@@ -8,6 +8,7 @@ import type { StorageClassLike } from '../preflight/storage.ts';
 import { asArray, asObject, asString, type Fact, type JsonObject } from './fields.ts';
 import type { SourceFacts } from './validate-source.ts';
 import { listPodCIDRs } from '../preflight/podcidr.ts';
+import { vmConcerns } from '../forklift/assess.ts';
 import type { EgressPolicy } from '../preflight/egress.ts';
 import type { InventoryHost, InventoryReader, InventoryVM, QuotaLike, TaskFacts } from './validate-task.ts';
 
@@ -80,7 +81,8 @@ export function normaliseVM(x: unknown): InventoryVM | null {
   const o = asObject(x);
   if (!o) return null;
   const disks = (asArray(o.disks) ?? []).map((d) => ({ capacity: Number(asObject(d)?.capacity) || 0 }));
-  return { name: asString(o.name) ?? asString(o.id) ?? '', host: asString(o.host), disks };
+  // The readiness assessment (src/forklift/assess.ts): Forklift's concerns and ours, Critical first.
+  return { name: asString(o.name) ?? asString(o.id) ?? '', host: asString(o.host), disks, assessed: vmConcerns(o) };
 }
 
 export function normaliseHosts(x: unknown): InventoryHost[] {

@@ -217,3 +217,23 @@ test('a warm task asking for guest conversion is refused even where the platform
   assert.ok(v.problems.some((p) => p.includes('spec.guestConversion is not supported together with spec.mode: warm')), v.problems.join('\n'));
   assert.deepEqual(validateTask('CREATE', task({ mode: 'cold', guestConversion: true }), undefined, undefined, { guestConversion: true }).problems, []);
 });
+
+test("a task naming a Blocked VM is refused with the concern in Forklift's words and the fix; a warning comes back as a warning", () => {
+  const rdm = { id: 'vmware.disk.rdm.detected', category: 'Critical' as const, label: 'Raw Device Mapped disk detected', assessment: 'RDM disks are not currently supported.' };
+  const efi = { id: 'cozystack.firmware.efi', category: 'Warning' as const, label: 'UEFI firmware', assessment: 'The VM boots with UEFI.' };
+  const cbtOff = { id: 'vmware.changed_block_tracking.disabled', category: 'Warning' as const, label: 'Changed Block Tracking (CBT) not enabled', assessment: 'For VM warm migration, CBT must be enabled.' };
+  const inv = { vms: { 'vm-1': { ...vm('web', 1), assessed: [rdm] }, 'vm-2': { ...vm('db', 1), assessed: [efi, cbtOff] } }, hosts: [{ id: 'host-1', name: '192.168.1.10' }] };
+  const blocked = validateTask('CREATE', task({}), undefined, facts({ inventory: { value: inv } }));
+  assert.equal(blocked.allowed, false);
+  assert.deepEqual(blocked.problems, [
+    'spec.vms[0]: VM "web" (vm-1) is Blocked: Raw Device Mapped disk detected (Critical, Forklift): RDM disks are not currently supported. Fix: remove the RDM disk from the VM in vSphere (copy its data to a virtual disk if it must come along) and import again.',
+  ]);
+  // A cold task is not told about CBT; a warm one is.
+  const cold = validateTask('CREATE', task({ vms: [{ id: 'vm-2' }] }), undefined, facts({ inventory: { value: inv } }));
+  assert.equal(cold.allowed, true);
+  assert.deepEqual(cold.warnings, [
+    'spec.vms[0]: VM "db" (vm-2): UEFI firmware (Warning, migration-controller): The VM boots with UEFI. Fix: check that this Cozystack release supports the VMInstance firmware value; otherwise import the VM after the platform is upgraded.',
+  ]);
+  const warmTask = validateTask('CREATE', task({ vms: [{ id: 'vm-2' }], mode: 'warm' }), undefined, facts({ inventory: { value: inv } }));
+  assert.equal(warmTask.warnings.length, 2);
+});

@@ -10,8 +10,9 @@ import { guestConversionProblem } from '../preflight/conversion.ts';
 import { verdict, type Verdict } from './review.ts';
 import { asArray, asObject, asString, factError, factValue, nonEmpty, sameValue, show, type Fact, type JsonObject } from './fields.ts';
 import type { Operation } from './validate-source.ts';
-import { TASK_MODES, type VMImportTaskStatus } from '../api/types.ts';
+import { TASK_MODES, type VMConcern, type VMImportTaskStatus } from '../api/types.ts';
 import { CUTOVER_STARTED_PHASES, cutoverLock, parseRFC3339 } from '../api/warm.ts';
+import { concernSentence, concernsFor } from '../forklift/assess.ts';
 
 /** What the webhook needs from the Forklift inventory (src/forklift/inventory.ts implements more). */
 export interface InventoryVM {
@@ -19,6 +20,11 @@ export interface InventoryVM {
   /** ESXi host id (host-N) the VM runs on. */
   host?: string;
   disks: Array<{ capacity: number }>;
+  /**
+   * The VM's readiness concerns as assessed (src/forklift/assess.ts vmConcerns, from the raw record's
+   * facts and `concerns`); absent: not assessed.
+   */
+  assessed?: VMConcern[];
 }
 export interface InventoryHost {
   id: string;
@@ -217,6 +223,14 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
       warnings.push(`${f}.id ${show(id)} is not in the inventory of VMImportSource ${show(sourceName)}; unless it appears, that VM will fail with VMNotFound`);
     }
     if (found) for (const d of found.disks ?? []) diskCapacities.push(Number(d?.capacity) || 0);
+    // The readiness assessment: a Critical concern refuses the task (in Forklift's words, with our fix),
+    // Warnings are returned to the tenant; concerns only a warm import has are dropped for a cold one.
+    if (found?.assessed) {
+      const relevant = concernsFor(found.assessed, asString(spec.mode));
+      const who = `VM ${show(found.name)} (${id})`;
+      for (const c of relevant.filter((x) => x.category === 'Critical')) problems.push(`${f}: ${who} is Blocked: ${concernSentence(c)}`);
+      for (const c of relevant.filter((x) => x.category === 'Warning')) warnings.push(`${f}: ${who}: ${concernSentence(c)}`);
+    }
     // Without facts (the early pass, before the schema) only the VMInstance name is judged: 0 disks.
     const diskCount = found ? (found.disks ?? []).length : facts ? CONSERVATIVE_DISK_COUNT : 0;
     const conservative = !found && !!facts;

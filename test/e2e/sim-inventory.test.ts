@@ -84,7 +84,13 @@ describe('simulated Forklift inventory', () => {
     ]);
     assert.deepEqual(vm.networks, [{ kind: 'Network', id: 'network-1' }, { kind: 'Network', id: 'network-2' }]);
     assert.deepEqual(vm.nics.map((n: { network: unknown }) => n.network), [{ kind: 'Network', id: 'network-1' }, { kind: 'Network', id: 'network-2' }]);
-    assert.deepEqual(vm.concerns, []);
+    // Forklift's policies on this VM (vSphere's default: CBT off): changed_block_tracking.rego and, per disk,
+    // changed_block_tracking_per_disk.rego; nothing else applies to a running, supported, Tools-reporting guest.
+    assert.deepEqual(vm.concerns.map((c: { id: string; category: string; label: string }) => [c.id, c.category, c.label]), [
+      ['vmware.changed_block_tracking.disabled', 'Warning', 'Changed Block Tracking (CBT) not enabled'],
+      ['vmware.changed_block_tracking.disk.disabled', 'Warning', 'Disk - scsi0:0 does not have CBT enabled'],
+      ['vmware.changed_block_tracking.disk.disabled', 'Warning', 'Disk - scsi0:1 does not have CBT enabled'],
+    ]);
     assert.equal((await get(`${base}/vms/vm-404`, { ca: sim.inventory.caPEM, token })).status, 404);
   });
 

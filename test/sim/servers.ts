@@ -19,6 +19,7 @@ import { POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
  */
 const GO_SERVER_IDLE_MS = 10 * 60_000;
 import { type World, sameUrl } from './world.ts';
+import { SCSI_CONTROLLER_KEY, forkliftConcerns } from './concerns.ts';
 
 async function listen(server: https.Server): Promise<number> {
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
@@ -176,16 +177,37 @@ export function collection(world: World, kind: string): Item[] {
       cpuCount: v.cpuCount,
       coresPerSocket: v.coresPerSocket,
       memoryMB: v.memoryMB,
-      guestId: 'otherGuest64',
-      guestName: 'Other (64-bit)',
-      ipAddress: '',
-      changeTrackingEnabled: false,
+      guestId: v.guestId,
+      guestName: v.guestId,
+      hostName: v.hostName,
+      ipAddress: v.guestIPs[0] ?? '',
+      changeTrackingEnabled: v.changeTrackingEnabled,
+      tpmEnabled: v.tpmEnabled,
+      devices: v.devices.map((kind) => ({ kind })),
+      // model/vsphere/model.go GuestNetwork: one per guest IP Tools report.
+      guestNetworks: v.guestIPs.map((ip, i) => ({ device: String(4000 + i), mac: v.nics[i]?.mac ?? '', ip, origin: 'manual', prefix: 24, dns: [], network: v.nics[i]?.network ?? '' })),
       storageUsed: v.disks.reduce((a, d) => a + d.capacity, 0),
-      disks: v.disks.map((d) => ({ key: d.key, file: d.file, datastore: { kind: 'Datastore', id: d.datastore }, capacity: d.capacity, shared: false, rdm: false, mode: 'persistent', bus: 'scsi' })),
+      // model/vsphere/model.go Disk: key, unitNumber, controllerKey, file, datastore, capacity, shared, rdm, bus, mode, changeTrackingEnabled.
+      disks: v.disks.map((d, i) => ({
+        key: d.key,
+        unitNumber: i,
+        controllerKey: SCSI_CONTROLLER_KEY,
+        file: d.file,
+        datastore: { kind: 'Datastore', id: d.datastore },
+        capacity: d.capacity,
+        shared: d.shared,
+        rdm: d.rdm,
+        mode: d.mode,
+        bus: 'scsi',
+        changeTrackingEnabled: d.changeTrackingEnabled,
+      })),
       networks: [...new Set(v.nics.map((n) => n.network))].map((id) => ({ kind: 'Network', id })),
       nics: v.nics.map((n, i) => ({ mac: n.mac, network: { kind: 'Network', id: n.network }, order: i })),
       host: v.host,
-      concerns: [],
+      // The policy agent's verdicts on this revision (web/vsphere/vm.go VM1.Concerns), computed as the
+      // validation policies compute them (concerns.ts).
+      revisionValidated: 1,
+      concerns: forkliftConcerns(v),
     }));
   }
   if (kind === 'hosts') {

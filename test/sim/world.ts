@@ -25,6 +25,14 @@ export interface DiskFixture {
   /** Datastore id (`datastore-N`). */
   datastore: string;
   capacity: number;
+  /** vSphere disk mode (persistent, independent_persistent, independent_nonpersistent). */
+  mode: string;
+  /** Raw Device Mapping. */
+  rdm: boolean;
+  /** Shared with other VMs (multi-writer sharing). */
+  shared: boolean;
+  /** Per-disk Changed Block Tracking (default: the VM's). */
+  changeTrackingEnabled: boolean;
 }
 
 export interface NicFixture {
@@ -72,6 +80,17 @@ export interface VMFixture {
    */
   toolsStatus: string;
   toolsRunningStatus: string;
+  /** vSphere guest id (default rhel9_64Guest, a guest Forklift's vm_os policy supports). */
+  guestId: string;
+  /** Changed Block Tracking on the VM (default false, vSphere's own default). */
+  changeTrackingEnabled: boolean;
+  /** Guest host name as VMware Tools report it ('' when the VM is off or Tools do not run). */
+  hostName: string;
+  /** Guest IPs as VMware Tools report them (none when the VM is off or Tools do not run). */
+  guestIPs: string[];
+  tpmEnabled: boolean;
+  /** Virtual device kinds (VirtualUSBController, VirtualPCIPassthrough, VirtualSriovEthernetCard, ...). */
+  devices: string[];
   disks: DiskFixture[];
   nics: NicFixture[];
   faults: VMFaults;
@@ -123,8 +142,18 @@ export interface VCenterSpec {
     /** Default toolsOk / guestToolsRunning; e.g. toolsNotInstalled, or guestToolsNotRunning. */
     toolsStatus?: string;
     toolsRunningStatus?: string;
+    /** Default rhel9_64Guest. */
+    guestId?: string;
+    /** Default false (vSphere's default): Forklift's inventory then raises its CBT Warning. */
+    changeTrackingEnabled?: boolean;
+    /** Default the VM name while it runs with Tools, else ''. */
+    hostName?: string;
+    /** Default one 198.51.100.x address per NIC while it runs with Tools, else none. */
+    guestIPs?: string[];
+    tpmEnabled?: boolean;
+    devices?: string[];
     /** Disks by size; datastore by id or name (default the first); file generated unless given. */
-    disks?: Array<{ capacityGiB?: number; capacity?: number; datastore?: string; file?: string }>;
+    disks?: Array<{ capacityGiB?: number; capacity?: number; datastore?: string; file?: string; mode?: string; rdm?: boolean; shared?: boolean; changeTrackingEnabled?: boolean }>;
     /** NICs by network id or name. */
     nics?: Array<{ network: string; mac?: string }>;
     faults?: VMFaults;
@@ -165,20 +194,34 @@ export function vcenter(s: VCenterSpec): WorldFixture {
     return f;
   };
   let mac = 0;
-  const vms: VMFixture[] = (s.vms ?? []).map((v) => ({
+  let guestIP = 0;
+  const vms: VMFixture[] = (s.vms ?? []).map((v) => {
+    const powerState = v.powerState ?? 'poweredOn';
+    const toolsStatus = v.toolsStatus ?? 'toolsOk';
+    const toolsRunningStatus = v.toolsRunningStatus ?? 'guestToolsRunning';
+    // What VMware Tools report of the guest (hostName, guestNetworks) exists only while they run.
+    const guestKnown = powerState === 'poweredOn' && toolsRunningStatus === 'guestToolsRunning';
+    const cbt = v.changeTrackingEnabled ?? false;
+    return {
     id: v.id,
     name: v.name,
     path: v.path ?? `/${s.datacenter ?? 'dc1'}/vm/${v.name}`,
     uuid: createHash('sha256').update(`${s.url}/${v.id}`).digest('hex').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12}).*/, '$1-$2-$3-$4-$5'),
-    powerState: v.powerState ?? 'poweredOn',
+    powerState,
     cpuCount: v.cpuCount ?? 2,
     coresPerSocket: v.coresPerSocket ?? 1,
     memoryMB: v.memoryMB ?? 2048,
     firmware: v.firmware ?? 'bios',
     secureBoot: v.secureBoot ?? false,
     host: v.host ?? hosts[0]!.id,
-    toolsStatus: v.toolsStatus ?? 'toolsOk',
-    toolsRunningStatus: v.toolsRunningStatus ?? 'guestToolsRunning',
+    toolsStatus,
+    toolsRunningStatus,
+    guestId: v.guestId ?? 'rhel9_64Guest',
+    changeTrackingEnabled: cbt,
+    hostName: v.hostName ?? (guestKnown ? v.name : ''),
+    guestIPs: v.guestIPs ?? (guestKnown ? (v.nics ?? [{}]).map(() => `198.51.100.${(guestIP++ % 250) + 1}`) : []),
+    tpmEnabled: v.tpmEnabled ?? false,
+    devices: v.devices ?? [],
     disks: (v.disks ?? [{ capacityGiB: 16 }]).map((d, i) => {
       const ds = byIdOrName(datastores, d.datastore, 'datastore');
       return {
@@ -186,6 +229,10 @@ export function vcenter(s: VCenterSpec): WorldFixture {
         file: d.file ?? `[${ds.name}] ${v.name}/${v.name}${i ? `_${i}` : ''}.vmdk`,
         datastore: ds.id,
         capacity: d.capacity ?? Math.round((d.capacityGiB ?? 16) * 1024 ** 3),
+        mode: d.mode ?? 'persistent',
+        rdm: d.rdm ?? false,
+        shared: d.shared ?? false,
+        changeTrackingEnabled: d.changeTrackingEnabled ?? cbt,
       };
     }),
     nics: (v.nics ?? [{ network: networks[0]!.id }]).map((n) => ({
@@ -193,7 +240,8 @@ export function vcenter(s: VCenterSpec): WorldFixture {
       mac: n.mac ?? `00:50:56:00:${(mac >> 8).toString(16).padStart(2, '0')}:${(mac++ & 255).toString(16).padStart(2, '0')}`,
     })),
     faults: v.faults ?? {},
-  }));
+    };
+  });
   for (const v of vms) if (!hosts.some((h) => h.id === v.host)) throw new Error(`fixture: VM ${v.id} on unknown host ${v.host}`);
   return {
     url: s.url,

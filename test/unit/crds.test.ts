@@ -7,7 +7,7 @@ import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import ts from 'typescript';
-import { TASK_MODES, TASK_PHASES, VM_PHASES } from '../../src/api/types.ts';
+import { TASK_MODES, TASK_PHASES, VM_PHASES, VM_VERDICTS } from '../../src/api/types.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -135,11 +135,21 @@ for (const [crd, kind, plural, short] of [
 
 const READY = '.status.conditions[?(@.type=="Ready")]';
 
-test('kubectl get vmisrc shows Type, URL, Ready, Reason and Age', () => {
+test('kubectl get vmisrc shows Type, URL, Ready, Reason, the VMs per readiness verdict and Age', () => {
   const cols = SOURCE.spec.versions[0]!.additionalPrinterColumns!;
   assert.deepEqual(
     cols.map((c) => [c.name, c.jsonPath]),
-    [['Type', '.spec.type'], ['URL', '.spec.url'], ['Ready', `${READY}.status`], ['Reason', `${READY}.reason`], ['Age', '.metadata.creationTimestamp']],
+    [
+      ['Type', '.spec.type'],
+      ['URL', '.spec.url'],
+      ['Ready', `${READY}.status`],
+      ['Reason', `${READY}.reason`],
+      ['VMs', '.status.inventory.total'],
+      ['Ready-VMs', '.status.inventory.summary.ready'],
+      ['Warnings', '.status.inventory.summary.readyWithWarnings'],
+      ['Blocked', '.status.inventory.summary.blocked'],
+      ['Age', '.metadata.creationTimestamp'],
+    ],
   );
 });
 
@@ -177,7 +187,7 @@ for (const st of sf.statements) {
   if (ts.isTypeAliasDeclaration(st)) aliases.set(st.name.text, st);
 }
 /** Type aliases whose values are runtime arrays (`(typeof X)[number]`). */
-const ENUM_ALIASES: Record<string, readonly string[]> = { TaskPhase: TASK_PHASES, VMPhase: VM_PHASES, TaskMode: TASK_MODES };
+const ENUM_ALIASES: Record<string, readonly string[]> = { TaskPhase: TASK_PHASES, VMPhase: VM_PHASES, TaskMode: TASK_MODES, VMVerdict: VM_VERDICTS };
 
 function compareMembers(members: ts.NodeArray<ts.TypeElement>, s: Schema, path: string, out: string[]): void {
   if (s.type !== 'object') out.push(`${path}: schema type ${s.type}, expected object`);

@@ -17,6 +17,7 @@ import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource, typ
 import type { ControllerConfig } from '../../config.ts';
 import { PLAN_CRD_NAME, forkliftTooOldMessage, missingPlanFields } from '../../forklift/features.ts';
 import { CachedCA, InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
+import { inventoryEntry } from '../../forklift/assess.ts';
 import {
   credentialsSecretName,
   destinationProviderName,
@@ -58,11 +59,13 @@ export const SOURCE_CONTROLLER = 'vmimportsource';
 export const INVENTORY_CAP = 5000;
 /**
  * The inventory in the source's status holds at most this many VMs and this many bytes of JSON: every
- * status write and watch event carries the whole object, which etcd caps at 1.5 MiB, and each entry
- * will grow (per-VM readiness facts). Beyond it, `truncated` is true and `total` still counts them all.
+ * status write and watch event carries the whole object, which etcd caps at 1.5 MiB. Each entry carries
+ * the VM's readiness facts and concerns (about 0.3–1.5 KiB, Forklift's assessment texts being the bulk),
+ * so 384 KiB holds a few hundred assessed VMs and leaves the object well under etcd's cap. Beyond it,
+ * `truncated` is true, and `total` and the verdict summary still count them all.
  */
 export const STATUS_INVENTORY_MAX_VMS = 500;
-export const STATUS_INVENTORY_MAX_BYTES = 96 * 1024;
+export const STATUS_INVENTORY_MAX_BYTES = 384 * 1024;
 /** Key of the VM list in the inventory ConfigMap (JSON array of {id, name, path}). */
 export const INVENTORY_KEY = 'vms.json';
 // While Forklift has not decided (Connecting), look again every 30 s in case an event was missed; once
@@ -268,6 +271,11 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
     }
   }
   ownWrites.wrote(GVRs.VMImportSource, await writeStatus(src, ctx, obs, deps));
+  // Forklift's inventory failing (not loading: refusing, unreachable, a stale certificate) is a fault of
+  // this source, written once its status is: thrown, the manager retries with backoff and, within one
+  // backoff step, sets Degraded (InventoryUnavailable, what fails and since when), cleared by the first
+  // pass that reads it again (src/runtime/faults.ts). Returned quietly, only an Event said so.
+  if (obs.inventoryFault) throw obs.inventoryFault;
   return result;
 }
 
@@ -547,17 +555,19 @@ async function publishInventory(cfg: ControllerConfig, deps: SourceReconcilerDep
     // per publication, every few minutes per source): a rotation is reported here at once, while the
     // task reconciler and the webhook use the CA cached by resourceVersion.
     if (!deps.inventory) await inventoryCA(cfg, ctx.client).refresh();
-    vms = await inv.listVMs(uid);
+    // The full records (facts and Forklift's concerns) in one request, for the assessment.
+    vms = await inv.listVMsDetailed(uid);
   } catch (e) {
     // Not a verdict on the source (Forklift says it is connected); tell the tenant and the operator.
     if (e instanceof InventoryError && e.code === 'Loading') return false;
     const msg = e instanceof InventoryError ? e.message : errMessage(e);
     ctx.log.warn({ err: msg }, 'could not read the Forklift inventory');
     ctx.events.event(src as unknown as KubeObject, 'Warning', 'InventoryUnavailable', msg);
+    obs.inventoryFault = e;
     return false;
   }
   const list = pickerList(vms, INVENTORY_CAP);
-  obs.inventory = statusInventory(vms, STATUS_INVENTORY_MAX_VMS, STATUS_INVENTORY_MAX_BYTES);
+  obs.inventory = statusInventory(vms, STATUS_INVENTORY_MAX_VMS, STATUS_INVENTORY_MAX_BYTES, inventoryEntry);
   const ns = src.metadata.namespace!;
   const desired: KubeObject & { data: Record<string, string> } = {
     apiVersion: 'v1',

@@ -21,6 +21,8 @@ export interface SourceObservation {
   vmCount?: number;
   /** The bounded inventory read on this pass (absent: not read now; the previous one is kept). */
   inventory?: VMImportSourceStatus['inventory'];
+  /** The inventory could not be read on this pass (not counting "still loading"): the fault to report. */
+  inventoryFault?: unknown;
   /** Forklift refused this spec's credentials at the Secret write (the gate says so). */
   credentialsRejected?: CredentialsRejection;
 }

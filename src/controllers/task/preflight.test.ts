@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { VMImportSource } from '../../api/types.ts';
-import { hasTaskMarkers, hostDescription } from './preflight.ts';
+import { assessmentVerdict, hasTaskMarkers, hostDescription } from './preflight.ts';
 
 test('an output is ours only when it carries this task\'s UID label, directly or as the aggregated API reflects it', () => {
   assert.equal(hasTaskMarkers({ metadata: { labels: { 'forklift.cozystack.io/task-uid': 'u1' } } }, 'u1'), true);
@@ -49,4 +49,14 @@ test('a task asking for guest conversion on a platform without it fails every wa
   const unwired = await runPreflight(base);
   assert.equal(unwired.vms[0]!.reason, 'VMNotFound');
   assert.equal(vmReads, 2);
+});
+
+test('preflight fails a Blocked VM with every Critical concern and keeps the Warnings of a VM that goes on', () => {
+  const base = { id: 'vm-7', name: 'db01', powerState: 'poweredOn', toolsStatus: 'toolsOk', toolsRunningStatus: 'guestToolsRunning', guestId: 'rhel9_64Guest', firmware: 'bios', changeTrackingEnabled: false, concerns: [] };
+  const blocked = assessmentVerdict({ ...base, disks: [{ capacity: 1, shared: true }, { capacity: 1, rdm: true }] }, undefined);
+  assert.match(blocked.blocked ?? '', /^VM db01 cannot be imported: Raw Device Mapped disk detected \(Critical, Forklift\): .* Shared disk detected \(Critical, migration-controller\): .* Fix: detach the shared disk/);
+  const warned = assessmentVerdict({ ...base, firmware: 'efi', disks: [{ capacity: 1 }] }, undefined);
+  assert.equal(warned.blocked, undefined);
+  assert.deepEqual(warned.warnings.map((w) => w.slice(0, 40)), ['UEFI firmware (Warning, migration-contro']);
+  assert.deepEqual(assessmentVerdict({ ...base, disks: [{ capacity: 1 }] }, undefined), { warnings: [] });
 });

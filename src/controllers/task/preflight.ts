@@ -11,6 +11,7 @@ import { collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts'
 import { defaultVMName, outputNameProblems } from '../../preflight/names.ts';
 import { importBudget, quotaVerdict, type QuotaLike } from '../../preflight/quota.ts';
 import { guestConversionProblem } from '../../preflight/conversion.ts';
+import { concernSentence, concernsFor, vmConcerns, type InventoryVMRecord } from '../../forklift/assess.ts';
 
 /** What the task reconciler needs from Forklift's inventory (InventoryClient satisfies it). */
 export interface TaskInventory {
@@ -76,6 +77,21 @@ async function foreignOutputs(ctx: ReconcileContext, ns: string, taskUID: string
   }
   return taken;
 }
+
+/**
+ * The readiness assessment of one inventory VM for a task in `mode`: the message that fails it when a
+ * concern is Critical, and the Warning sentences kept on its status. Pure.
+ */
+export function assessmentVerdict(inv: InventoryVMRecord, mode: string | undefined): { blocked?: string; warnings: string[] } {
+  const concerns = concernsFor(vmConcerns(inv), mode);
+  const critical = concerns.filter((c) => c.category === 'Critical');
+  const warnings = concerns.filter((c) => c.category === 'Warning').map(concernSentence).slice(0, MAX_WARNINGS);
+  if (critical.length) return { blocked: `VM ${String(inv.name ?? inv.id ?? '')} cannot be imported: ${critical.map(concernSentence).join(' ')}`, warnings };
+  return { warnings };
+}
+
+/** The CRD's bound on status.vms[].warnings (crds/forklift.cozystack.io_vmimporttasks.yaml). */
+const MAX_WARNINGS = 64;
 
 export interface PreflightInput {
   ctx: ReconcileContext;
@@ -144,6 +160,13 @@ export async function runPreflight(p: PreflightInput): Promise<PreflightResult> 
     const disks = inv.disks ?? [];
     const name = spec.name ?? defaultVMName(inv.name ?? v.id, disks.length);
     let cur: VMStatus = { ...v, name };
+    // readiness: the admission check again, on a fresh inventory read (the webhook may not have had one)
+    const readiness = assessmentVerdict(inv as InventoryVMRecord, (task.spec as { mode?: string }).mode);
+    if (readiness.blocked) {
+      out.push(failVM(cur, TaskReason.VMBlocked, readiness.blocked));
+      continue;
+    }
+    if (readiness.warnings.length) cur = { ...cur, warnings: readiness.warnings };
     // names
     const problems = outputNameProblems(name, disks.length);
     if (problems.length) {
