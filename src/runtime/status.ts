@@ -71,8 +71,12 @@ export function statusMergePatch(from: Record<string, unknown> | undefined, to: 
  * Writes `status` onto `obj` through the status subresource when it differs from what `obj` carries.
  * Returns the object the API server answered with, or undefined when nothing needed writing.
  */
-export async function patchStatus(client: KubeClient, gvr: GVR, obj: KubeObject, status: object): Promise<KubeObject | undefined> {
+export async function patchStatus(client: KubeClient, gvr: GVR, obj: KubeObject, status: object, o: { precondition?: boolean } = {}): Promise<KubeObject | undefined> {
   const patch = statusMergePatch(obj.status as Record<string, unknown> | undefined, status as Record<string, unknown>);
   if (!patch) return undefined;
-  return await client.patch<KubeObject>(gvr, obj.metadata?.namespace, obj.metadata!.name!, { status: patch }, 'merge', { subresource: 'status' });
+  // With `precondition`, the write holds only on the version it was computed from: a merge patch replaces
+  // whole lists, so a status derived from a stale read would otherwise put back a condition someone else
+  // (the manager's Degraded) changed since. A conflict is retried on a fresh read.
+  const body = o.precondition && obj.metadata?.resourceVersion ? { metadata: { resourceVersion: obj.metadata.resourceVersion }, status: patch } : { status: patch };
+  return await client.patch<KubeObject>(gvr, obj.metadata?.namespace, obj.metadata!.name!, body, 'merge', { subresource: 'status' });
 }

@@ -120,7 +120,12 @@ export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, '
   const { metrics } = fx;
   const prevVMs = task.status?.vms ?? [];
   const next = deriveTaskStatus({ prev: task.status, vms, generation: task.metadata.generation, now, waiting: extra.waiting, storageClass: extra.storageClass });
-  fx.mem.ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, next));
+  // On the version read: the task's conditions are written whole, and the manager's Degraded among them
+  // must not come back from a read older than its clearing.
+  const wrote = await patchStatus(ctx.client, GVRs.VMImportTask, task, next, { precondition: true });
+  fx.mem.ownWrites.wrote(GVRs.VMImportTask, wrote);
+  // A second write in the same pass (after the preflight's) holds on the version this one made.
+  if (wrote?.metadata?.resourceVersion) task.metadata.resourceVersion = wrote.metadata.resourceVersion;
   const observe = (phase: string, from: string | undefined, to: string | undefined): void => {
     if (!from || !to) return;
     const s = (Date.parse(to) - Date.parse(from)) / 1000;
