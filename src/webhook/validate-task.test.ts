@@ -217,3 +217,15 @@ test('a warm task asking for guest conversion is refused even where the platform
   assert.ok(v.problems.some((p) => p.includes('spec.guestConversion is not supported together with spec.mode: warm')), v.problems.join('\n'));
   assert.deepEqual(validateTask('CREATE', task({ mode: 'cold', guestConversion: true }), undefined, undefined, { guestConversion: true }).problems, []);
 });
+
+test('a warm task naming a VM without CBT or with snapshots is refused at admission with the fix; the same VM imports cold', () => {
+  const f = facts();
+  const inv = (f.inventory as { value: { vms: Record<string, InventoryVM> } }).value.vms;
+  inv['vm-7'] = { ...vm('erp', 1), changeTrackingEnabled: false };
+  inv['vm-8'] = { ...vm('db', 1), changeTrackingEnabled: true, snapshot: { kind: 'VirtualMachineSnapshot', id: 'snapshot-3' } };
+  const v = validateTask('CREATE', warm(undefined, { vms: [{ id: 'vm-7' }, { id: 'vm-8' }, { id: 'vm-1' }] }), undefined, f);
+  assert.equal(v.problems.length, 2);
+  assert.match(v.problems[0]!, /^spec\.vms\[0\]: changed block tracking \(CBT\) is not enabled on VM "erp".*ctkEnabled=TRUE.*Forklift says: Changed Block Tracking/);
+  assert.match(v.problems[1]!, /^spec\.vms\[1\]: VM "db" has snapshots \(current "snapshot-3"\)/);
+  assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-7' }, { id: 'vm-8' }] }), undefined, f).problems, []);
+});

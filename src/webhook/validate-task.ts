@@ -12,13 +12,14 @@ import { asArray, asObject, asString, factError, factValue, nonEmpty, sameValue,
 import type { Operation } from './validate-source.ts';
 import { TASK_MODES, type VMImportTaskStatus } from '../api/types.ts';
 import { CUTOVER_STARTED_PHASES, cutoverLock, parseRFC3339 } from '../api/warm.ts';
+import { warmVerdict, type WarmDiskLike, type WarmVMLike } from '../preflight/warm.ts';
 
 /** What the webhook needs from the Forklift inventory (src/forklift/inventory.ts implements more). */
-export interface InventoryVM {
+export interface InventoryVM extends WarmVMLike {
   name: string;
   /** ESXi host id (host-N) the VM runs on. */
   host?: string;
-  disks: Array<{ capacity: number }>;
+  disks: Array<{ capacity: number } & WarmDiskLike>;
 }
 export interface InventoryHost {
   id: string;
@@ -217,6 +218,11 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
       warnings.push(`${f}.id ${show(id)} is not in the inventory of VMImportSource ${show(sourceName)}; unless it appears, that VM will fail with VMNotFound`);
     }
     if (found) for (const d of found.disks ?? []) diskCapacities.push(Number(d?.capacity) || 0);
+    // Warm: what makes Forklift refuse a warm Plan for this VM, refused here with the fix.
+    if (found && spec.mode === 'warm') {
+      const w = warmVerdict(found);
+      if (w) problems.push(`${f}: ${w.message}`);
+    }
     // Without facts (the early pass, before the schema) only the VMInstance name is judged: 0 disks.
     const diskCount = found ? (found.disks ?? []).length : facts ? CONSERVATIVE_DISK_COUNT : 0;
     const conservative = !found && !!facts;

@@ -179,9 +179,25 @@ export function collection(world: World, kind: string): Item[] {
       guestId: 'otherGuest64',
       guestName: 'Other (64-bit)',
       ipAddress: '',
-      changeTrackingEnabled: false,
+      // vm.go at v2.11.5: changeTrackingEnabled (config.changeTrackingEnabled) and snapshot, a Ref that is empty
+      // without snapshots and {kind: VirtualMachineSnapshot, id} with them (collector.go, property `snapshot`).
+      changeTrackingEnabled: v.changeTrackingEnabled,
+      snapshot: v.snapshot ? { kind: 'VirtualMachineSnapshot', id: v.snapshot } : { kind: '', id: '' },
       storageUsed: v.disks.reduce((a, d) => a + d.capacity, 0),
-      disks: v.disks.map((d) => ({ key: d.key, file: d.file, datastore: { kind: 'Datastore', id: d.datastore }, capacity: d.capacity, shared: false, rdm: false, mode: 'persistent', bus: 'scsi' })),
+      // model.Disk at v2.11.5: controllerKey 1000 is the first SCSI controller (scsi0), unitNumber its slot.
+      disks: v.disks.map((d, i) => ({
+        key: d.key,
+        unitNumber: i,
+        controllerKey: 1000,
+        file: d.file,
+        datastore: { kind: 'Datastore', id: d.datastore },
+        capacity: d.capacity,
+        shared: d.shared,
+        rdm: d.rdm,
+        mode: d.mode,
+        bus: 'scsi',
+        changeTrackingEnabled: d.changeTrackingEnabled,
+      })),
       networks: [...new Set(v.nics.map((n) => n.network))].map((id) => ({ kind: 'Network', id })),
       nics: v.nics.map((n, i) => ({ mac: n.mac, network: { kind: 'Network', id: n.network }, order: i })),
       host: v.host,

@@ -25,6 +25,12 @@ export interface DiskFixture {
   /** Datastore id (`datastore-N`). */
   datastore: string;
   capacity: number;
+  /** Warm facts (kubev2v/forklift@v2.11.5:pkg/controller/provider/model/vsphere/model.go Disk). */
+  rdm: boolean;
+  /** vSphere diskMode: persistent (default), independent_persistent, independent_nonpersistent. */
+  mode: string;
+  shared: boolean;
+  changeTrackingEnabled: boolean;
 }
 
 export interface NicFixture {
@@ -75,6 +81,10 @@ export interface VMFixture {
   disks: DiskFixture[];
   nics: NicFixture[];
   faults: VMFaults;
+  /** Changed block tracking (VM-level ctkEnabled), what a warm import needs; vSphere's default is off. */
+  changeTrackingEnabled: boolean;
+  /** The VM's current snapshot id (snapshot-N) when it has snapshots; '' when none. */
+  snapshot: string;
 }
 
 export interface WorldFixture {
@@ -124,7 +134,11 @@ export interface VCenterSpec {
     toolsStatus?: string;
     toolsRunningStatus?: string;
     /** Disks by size; datastore by id or name (default the first); file generated unless given. */
-    disks?: Array<{ capacityGiB?: number; capacity?: number; datastore?: string; file?: string }>;
+    disks?: Array<{ capacityGiB?: number; capacity?: number; datastore?: string; file?: string; rdm?: boolean; mode?: string; shared?: boolean; changeTrackingEnabled?: boolean }>;
+    /** Default false (vSphere's default); each disk's CBT follows it unless the disk says otherwise. */
+    changeTrackingEnabled?: boolean;
+    /** A pre-existing snapshot id (snapshot-N); default none. */
+    snapshot?: string;
     /** NICs by network id or name. */
     nics?: Array<{ network: string; mac?: string }>;
     faults?: VMFaults;
@@ -186,6 +200,10 @@ export function vcenter(s: VCenterSpec): WorldFixture {
         file: d.file ?? `[${ds.name}] ${v.name}/${v.name}${i ? `_${i}` : ''}.vmdk`,
         datastore: ds.id,
         capacity: d.capacity ?? Math.round((d.capacityGiB ?? 16) * 1024 ** 3),
+        rdm: d.rdm ?? false,
+        mode: d.mode ?? 'persistent',
+        shared: d.shared ?? false,
+        changeTrackingEnabled: d.changeTrackingEnabled ?? v.changeTrackingEnabled ?? false,
       };
     }),
     nics: (v.nics ?? [{ network: networks[0]!.id }]).map((n) => ({
@@ -193,6 +211,8 @@ export function vcenter(s: VCenterSpec): WorldFixture {
       mac: n.mac ?? `00:50:56:00:${(mac >> 8).toString(16).padStart(2, '0')}:${(mac++ & 255).toString(16).padStart(2, '0')}`,
     })),
     faults: v.faults ?? {},
+    changeTrackingEnabled: v.changeTrackingEnabled ?? false,
+    snapshot: v.snapshot ?? '',
   }));
   for (const v of vms) if (!hosts.some((h) => h.id === v.host)) throw new Error(`fixture: VM ${v.id} on unknown host ${v.host}`);
   return {

@@ -11,6 +11,7 @@ import { collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts'
 import { defaultVMName, outputNameProblems } from '../../preflight/names.ts';
 import { importBudget, quotaVerdict, type QuotaLike } from '../../preflight/quota.ts';
 import { guestConversionProblem } from '../../preflight/conversion.ts';
+import { warmVerdict, type WarmVMLike } from '../../preflight/warm.ts';
 
 /** What the task reconciler needs from Forklift's inventory (InventoryClient satisfies it). */
 export interface TaskInventory {
@@ -109,7 +110,8 @@ function isNotFoundError(e: unknown): boolean {
 }
 
 /**
- * Inventory, names, outputs, networks, Service CIDR and quota, in that order, for every VM still waiting.
+ * Inventory, warm capability (warm tasks), names, outputs, networks, Service CIDR and quota, in that
+ * order, for every VM still waiting.
  * A VM failing a check is Failed with the reason; the others go on. Throws on transient errors (retry).
  */
 export async function runPreflight(p: PreflightInput): Promise<PreflightResult> {
@@ -144,6 +146,14 @@ export async function runPreflight(p: PreflightInput): Promise<PreflightResult> 
     const disks = inv.disks ?? [];
     const name = spec.name ?? defaultVMName(inv.name ?? v.id, disks.length);
     let cur: VMStatus = { ...v, name };
+    // warm: CBT, snapshots, disks a precopy cannot carry (Forklift's Critical warm conditions, up front)
+    if (task.spec.mode === 'warm') {
+      const w = warmVerdict(inv as WarmVMLike);
+      if (w) {
+        out.push(failVM(cur, w.reason, w.message));
+        continue;
+      }
+    }
     // names
     const problems = outputNameProblems(name, disks.length);
     if (problems.length) {
