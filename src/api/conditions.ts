@@ -76,11 +76,20 @@ export const TaskReason = {
   VMNotFound: 'VMNotFound',
   /** The source VM's readiness assessment has a Critical concern (src/forklift/assess.ts). */
   VMBlocked: 'VMBlocked',
+  // warm preflight (src/preflight/warm.ts)
+  /** Warm: changed block tracking is off on the VM or one of its disks. */
+  ChangeTrackingDisabled: 'ChangeTrackingDisabled',
+  /** Warm: the VM already has vSphere snapshots. */
+  SnapshotsPresent: 'SnapshotsPresent',
+  /** Warm: an RDM, independent or shared disk, which snapshot-based precopies cannot carry. */
+  DiskNotWarmCapable: 'DiskNotWarmCapable',
   // engine failures, translated
   PlanNotValid: 'PlanNotValid',
   HostUnreachable: 'HostUnreachable',
   TransferFailed: 'TransferFailed',
   VDDKNotConfigured: 'VDDKNotConfigured',
+  /** Warm: vCenter refused to create or remove a precopy snapshot (often the account lacks the snapshot privileges). */
+  SnapshotFailed: 'SnapshotFailed',
   EngineReportedSuccessWithoutOutput: 'EngineReportedSuccessWithoutOutput',
   OutputRejected: 'OutputRejected',
   /** A VMDisk the handoff created was deleted before the VM was finished: its volume is kept on Retain. */

@@ -46,3 +46,11 @@ export function cutoverLock(status: VMImportTaskStatus | undefined): CutoverLock
   }
   return undefined;
 }
+
+/**
+ * vCenter privileges a warm import needs beyond a cold one: Forklift creates a snapshot before each
+ * precopy and removes the previous one (kubev2v/forklift@v2.11.5:pkg/controller/plan/adapter/vsphere/client.go CreateSnapshot /
+ * RemoveSnapshot). Named in docs/warm.md and in the failure that lacking them causes.
+ */
+export const WARM_PRIVILEGES = ['VirtualMachine.State.CreateSnapshot', 'VirtualMachine.State.RemoveSnapshot'] as const;
+export const WARM_PRIVILEGES_TEXT = 'Virtual machine > Snapshot management > Create snapshot and Remove snapshot (VirtualMachine.State.CreateSnapshot, VirtualMachine.State.RemoveSnapshot)';

@@ -45,3 +45,12 @@ test('a failed guest conversion points at the conversion pod\'s log and its thre
     assert.ok(t.message.endsWith(`Forklift said: ${words}`), t.message);
   }
 });
+
+test('warm: a snapshot refused for permissions names the warm-only vCenter privileges; Forklift\'s warm Plan blockers keep their own reasons', () => {
+  const t = translateFailure('CreateInitialSnapshot: ServerFaultCode: Permission to perform this operation was denied.', { sourceName: 'vc' });
+  assert.equal(t.reason, 'SnapshotFailed');
+  assert.match(t.message, /VMImportSource "vc" lacks the warm-only privileges Virtual machine > Snapshot management > Create snapshot and Remove snapshot \(VirtualMachine\.State\.CreateSnapshot, VirtualMachine\.State\.RemoveSnapshot\).*Forklift said: CreateInitialSnapshot: ServerFaultCode: Permission/);
+  assert.equal(translateFailure('Permission to perform this operation was denied.').reason, 'TransferFailed');
+  assert.equal(translatePlanBlockers([{ type: 'VMMissingChangedBlockTracking', status: 'True', category: 'Critical', message: 'Changed Block Tracking (CBT) has not been enabled on some VM. This feature is a prerequisite for VM warm migration.', items: ["id:vm-1 name:'erp'"] }]).reason, 'ChangeTrackingDisabled');
+  assert.equal(translatePlanBlockers([{ type: 'VMHasSnapshots', status: 'True', category: 'Critical', message: 'VM has pre-existing snapshots which are incompatible with warm migration.' }]).reason, 'SnapshotsPresent');
+});

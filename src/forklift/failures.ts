@@ -2,6 +2,7 @@
 // Forklift's own words are always kept (after "Forklift said:") so nothing is lost in translation.
 import { TaskReason } from '../api/conditions.ts';
 import { describeCondition, type ForkliftCondition } from './plan.ts';
+import { WARM_PRIVILEGES_TEXT } from '../api/warm.ts';
 
 export interface Translation {
   reason: TaskReason;
@@ -38,6 +39,35 @@ export const FAILURE_RULES: readonly Rule[] = [
     reason: TaskReason.TransferFailed,
     advice: () =>
       'guest conversion (virt-v2v) failed; the log of the conversion pod (label app=virt-v2v, named after the Forklift Plan and VM id, in this namespace) names the cause: passt denied by the node\'s seccomp profile (tell the platform administrator), a guest virt-v2v cannot convert, or a disk missing on its datastore (docs/conversion.md). Import without spec.guestConversion for a raw copy, or fix the cause, then create a new task',
+  },
+  // Warm imports. A snapshot call vCenter refuses fails the precopy step with vCenter's NoPermission text
+  // (kubev2v/forklift@v2.11.5:pkg/controller/plan/migration.go, PhaseCreateInitialSnapshot/…: step.AddError
+  // of the CreateSnapshot / RemoveSnapshot error of pkg/controller/plan/adapter/vsphere/client.go).
+  {
+    match: /(snapshot[\s\S]*(NoPermission|Permission to perform this operation was denied))|((NoPermission|Permission to perform this operation was denied)[\s\S]*snapshot)/i,
+    reason: TaskReason.SnapshotFailed,
+    advice: (c) =>
+      `vCenter refused to create or remove the warm import's snapshot: the account of VMImportSource${c.sourceName ? ` "${c.sourceName}"` : ''} lacks the warm-only privileges ${WARM_PRIVILEGES_TEXT} on the VM; grant them (docs/warm.md), then create a new task`,
+  },
+  {
+    match: /VMMissingChangedBlockTracking|MissingChangedBlockTracking|CBT\) has not been enabled/i,
+    reason: TaskReason.ChangeTrackingDisabled,
+    advice: () => 'changed block tracking (CBT) is not enabled on the VM; enable it in vSphere (advanced parameters ctkEnabled=TRUE and <disk>.ctkEnabled=TRUE, see docs/warm.md), then create a new task, or import it cold',
+  },
+  {
+    match: /VMHasSnapshots|pre-existing snapshots/i,
+    reason: TaskReason.SnapshotsPresent,
+    advice: () => "the VM has snapshots, which a warm import cannot start from; delete or consolidate them in vSphere, then create a new task, or import it cold",
+  },
+  {
+    match: /shared disks cannot be used with warm/i,
+    reason: TaskReason.DiskNotWarmCapable,
+    advice: () => 'a shared (multi-writer) disk cannot be copied warm; import this VM cold',
+  },
+  {
+    match: /CreateSnapshot|RemoveSnapshot|forklift-migration-precopy|(create|remove|removing|creating) (the )?snapshot/i,
+    reason: TaskReason.SnapshotFailed,
+    advice: () => "vCenter could not create or remove the warm import's precopy snapshot; check the VM's snapshot tasks in vSphere (datastore space, a snapshot tree locked by a backup tool), then create a new task",
   },
   { match: /nbd_connect_uri|has no export named|VixDiskLib_Open|server refused connection|NfcNewAuthdConnectionEx|Failed to connect to .*:902/i, reason: TaskReason.HostUnreachable, advice: ADD_HOSTS },
   {

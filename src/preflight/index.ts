@@ -4,3 +4,4 @@ export * from './names.ts';
 export * from './cidr.ts';
 export * from './quota.ts';
 export * from './tls.ts';
+export * from './warm.ts';

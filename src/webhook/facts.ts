@@ -80,9 +80,24 @@ function looksNotFound(e: unknown): boolean {
 export function normaliseVM(x: unknown): InventoryVM | null {
   const o = asObject(x);
   if (!o) return null;
-  const disks = (asArray(o.disks) ?? []).map((d) => ({ capacity: Number(asObject(d)?.capacity) || 0 }));
-  // The readiness assessment (src/forklift/assess.ts): Forklift's concerns and ours, Critical first.
-  return { name: asString(o.name) ?? asString(o.id) ?? '', host: asString(o.host), disks, assessed: vmConcerns(o) };
+  const bool = (v: unknown): boolean | undefined => (typeof v === 'boolean' ? v : undefined);
+  const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+  const disks = (asArray(o.disks) ?? []).map((x) => {
+    const d = asObject(x) ?? {};
+    // The warm facts (kubev2v/forklift@v2.11.5:pkg/controller/provider/model/vsphere/model.go Disk), kept only when served.
+    const warm = { file: asString(d.file), rdm: bool(d.rdm), mode: asString(d.mode), shared: bool(d.shared), changeTrackingEnabled: bool(d.changeTrackingEnabled), bus: asString(d.bus), controllerKey: num(d.controllerKey), unitNumber: num(d.unitNumber) };
+    return { capacity: Number(d.capacity) || 0, ...Object.fromEntries(Object.entries(warm).filter(([, v]) => v !== undefined)) };
+  });
+  const snap = asObject(o.snapshot);
+  return {
+    name: asString(o.name) ?? asString(o.id) ?? '',
+    host: asString(o.host),
+    disks,
+    ...(typeof o.changeTrackingEnabled === 'boolean' ? { changeTrackingEnabled: o.changeTrackingEnabled } : {}),
+    ...(snap ? { snapshot: { kind: asString(snap.kind), id: asString(snap.id) } } : {}),
+    // The readiness assessment (src/forklift/assess.ts): Forklift's concerns and ours, Critical first.
+    assessed: vmConcerns(o),
+  };
 }
 
 export function normaliseHosts(x: unknown): InventoryHost[] {

@@ -237,3 +237,15 @@ test("a task naming a Blocked VM is refused with the concern in Forklift's words
   const warmTask = validateTask('CREATE', task({ vms: [{ id: 'vm-2' }], mode: 'warm' }), undefined, facts({ inventory: { value: inv } }));
   assert.equal(warmTask.warnings.length, 2);
 });
+
+test('a warm task naming a VM without CBT or with snapshots is refused at admission with the fix; the same VM imports cold', () => {
+  const f = facts();
+  const inv = (f.inventory as { value: { vms: Record<string, InventoryVM> } }).value.vms;
+  inv['vm-7'] = { ...vm('erp', 1), changeTrackingEnabled: false };
+  inv['vm-8'] = { ...vm('db', 1), changeTrackingEnabled: true, snapshot: { kind: 'VirtualMachineSnapshot', id: 'snapshot-3' } };
+  const v = validateTask('CREATE', warm(undefined, { vms: [{ id: 'vm-7' }, { id: 'vm-8' }, { id: 'vm-1' }] }), undefined, f);
+  assert.equal(v.problems.length, 2);
+  assert.match(v.problems[0]!, /^spec\.vms\[0\]: changed block tracking \(CBT\) is not enabled on VM "erp".*ctkEnabled=TRUE.*Forklift says: Changed Block Tracking/);
+  assert.match(v.problems[1]!, /^spec\.vms\[1\]: VM "db" has snapshots \(current "snapshot-3"\)/);
+  assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-7' }, { id: 'vm-8' }] }), undefined, f).problems, []);
+});

@@ -13,13 +13,14 @@ import type { Operation } from './validate-source.ts';
 import { TASK_MODES, type VMConcern, type VMImportTaskStatus } from '../api/types.ts';
 import { CUTOVER_STARTED_PHASES, cutoverLock, parseRFC3339 } from '../api/warm.ts';
 import { concernSentence, concernsFor } from '../forklift/assess.ts';
+import { warmVerdict, type WarmDiskLike, type WarmVMLike } from '../preflight/warm.ts';
 
 /** What the webhook needs from the Forklift inventory (src/forklift/inventory.ts implements more). */
-export interface InventoryVM {
+export interface InventoryVM extends WarmVMLike {
   name: string;
   /** ESXi host id (host-N) the VM runs on. */
   host?: string;
-  disks: Array<{ capacity: number }>;
+  disks: Array<{ capacity: number } & WarmDiskLike>;
   /**
    * The VM's readiness concerns as assessed (src/forklift/assess.ts vmConcerns, from the raw record's
    * facts and `concerns`); absent: not assessed.
@@ -230,6 +231,11 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
       const who = `VM ${show(found.name)} (${id})`;
       for (const c of relevant.filter((x) => x.category === 'Critical')) problems.push(`${f}: ${who} is Blocked: ${concernSentence(c)}`);
       for (const c of relevant.filter((x) => x.category === 'Warning')) warnings.push(`${f}: ${who}: ${concernSentence(c)}`);
+    }
+    // Warm: what makes Forklift refuse a warm Plan for this VM, refused here with the fix.
+    if (found && spec.mode === 'warm') {
+      const w = warmVerdict(found);
+      if (w) problems.push(`${f}: ${w.message}`);
     }
     // Without facts (the early pass, before the schema) only the VMInstance name is judged: 0 disks.
     const diskCount = found ? (found.disks ?? []).length : facts ? CONSERVATIVE_DISK_COUNT : 0;

@@ -410,6 +410,10 @@ export class Forklift {
       const stoUnmapped: string[] = [];
       const multiPod: string[] = [];
       const toolsIssue: string[] = [];
+      // Warm Plans (Plan.IsWarm: spec.warm || spec.type == warm, pkg/apis/forklift/v1beta1/plan.go at v2.11.5).
+      const warm = spec.warm === true || spec.type === 'warm';
+      const missingCbt: string[] = [];
+      const hasSnapshots: string[] = [];
       const nmEntries = (nm.obj?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string }; destination?: { type?: string } }>;
       const smEntries = (sm.obj?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string } }>;
       const matches = (e: { source?: { id?: string; name?: string } }, x: { id: string; name: string }): boolean => e.source?.id === x.id || (!e.source?.id && e.source?.name === x.name);
@@ -424,6 +428,13 @@ export class Forklift {
         // Validator.GuestToolsInstalled (plan/adapter/vsphere/validator.go at v2.11.5): a powered-on VM whose
         // Tools status is unknown or toolsNotInstalled, or whose Tools are guestToolsNotRunning, is blocked.
         if (vm.powerState === 'poweredOn' && (['', 'null', '<nil>', 'toolsNotInstalled'].includes(vm.toolsStatus) || vm.toolsRunningStatus === 'guestToolsNotRunning')) toolsIssue.push(label);
+        if (warm) {
+          // validation.go at v2.11.5 (validate, "Warm migration."): Validator.ChangeTrackingEnabled reads the
+          // VM's changeTrackingEnabled, Validator.HasSnapshot its snapshot ref (vsphere/validator.go). (Shared
+          // disks, which SharedDisks refuses on a warm Plan under a per-VM condition type, are not played.)
+          if (!vm.changeTrackingEnabled) missingCbt.push(label);
+          if (vm.snapshot) hasSnapshots.push(label);
+        }
         const nets = world.fixture.networks.filter((n) => vm.nics.some((c) => c.network === n.id));
         if (nm.obj && nets.some((n) => !nmEntries.some((e) => matches(e, n)))) netUnmapped.push(label);
         if (nm.obj && nets.filter((n) => nmEntries.some((e) => matches(e, n) && e.destination?.type === 'pod')).length > 1) multiPod.push(label);
@@ -435,6 +446,11 @@ export class Forklift {
       if (multiPod.length) conds.push(cond('VMMultiplePodNetworkMappings', 'Critical', 'NotValid', 'VM has more than one interface mapped to the pod network.', multiPod));
       if (stoUnmapped.length) conds.push(cond('VMStorageNotMapped', 'Critical', 'NotValid', 'VM has unmapped storage.', stoUnmapped));
       if (toolsIssue.length) conds.push(cond('GuestToolsIssue', 'Critical', 'NotValid', GUEST_TOOLS_MESSAGE, toolsIssue));
+      // The warm conditions of validation.go at v2.11.5 (missingCbtForWarm, vmHasSnapshotsForWarm), Critical.
+      if (missingCbt.length) {
+        conds.push(cond('VMMissingChangedBlockTracking', 'Critical', 'MissingChangedBlockTracking', 'Changed Block Tracking (CBT) has not been enabled on some VM. This feature is a prerequisite for VM warm migration.', missingCbt));
+      }
+      if (hasSnapshots.length) conds.push(cond('VMHasSnapshots', 'Critical', 'NotValid', 'VM has pre-existing snapshots which are incompatible with warm migration', hasSnapshots));
       const vddk: string | undefined = src.obj?.spec?.settings?.vddkInitImage;
       if (spec.skipGuestConversion === true && !vddk) {
         conds.push(cond('VDDKInitImageUnavailable', 'Critical', 'NotSet', 'VDDK init image is not set on the source provider; it is required when skipGuestConversion is set.'));

@@ -182,6 +182,9 @@ export function collection(world: World, kind: string): Item[] {
       hostName: v.hostName,
       ipAddress: v.guestIPs[0] ?? '',
       changeTrackingEnabled: v.changeTrackingEnabled,
+      // vm.go at v2.11.5: snapshot, a Ref that is empty without snapshots and {kind: VirtualMachineSnapshot, id}
+      // with them (collector.go, property `snapshot`).
+      snapshot: v.snapshot ? { kind: 'VirtualMachineSnapshot', id: v.snapshot } : { kind: '', id: '' },
       tpmEnabled: v.tpmEnabled,
       devices: v.devices.map((kind) => ({ kind })),
       // model/vsphere/model.go GuestNetwork: one per guest IP Tools report.

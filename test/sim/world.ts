@@ -94,6 +94,8 @@ export interface VMFixture {
   disks: DiskFixture[];
   nics: NicFixture[];
   faults: VMFaults;
+  /** The VM's current snapshot id (snapshot-N) when it has snapshots; '' when none. */
+  snapshot: string;
 }
 
 export interface WorldFixture {
@@ -154,6 +156,8 @@ export interface VCenterSpec {
     devices?: string[];
     /** Disks by size; datastore by id or name (default the first); file generated unless given. */
     disks?: Array<{ capacityGiB?: number; capacity?: number; datastore?: string; file?: string; mode?: string; rdm?: boolean; shared?: boolean; changeTrackingEnabled?: boolean }>;
+    /** A pre-existing snapshot id (snapshot-N); default none. */
+    snapshot?: string;
     /** NICs by network id or name. */
     nics?: Array<{ network: string; mac?: string }>;
     faults?: VMFaults;
@@ -240,6 +244,7 @@ export function vcenter(s: VCenterSpec): WorldFixture {
       mac: n.mac ?? `00:50:56:00:${(mac >> 8).toString(16).padStart(2, '0')}:${(mac++ & 255).toString(16).padStart(2, '0')}`,
     })),
     faults: v.faults ?? {},
+    snapshot: v.snapshot ?? '',
     };
   });
   for (const v of vms) if (!hosts.some((h) => h.id === v.host)) throw new Error(`fixture: VM ${v.id} on unknown host ${v.host}`);

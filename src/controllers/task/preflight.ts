@@ -12,6 +12,7 @@ import { defaultVMName, outputNameProblems } from '../../preflight/names.ts';
 import { importBudget, quotaVerdict, type QuotaLike } from '../../preflight/quota.ts';
 import { guestConversionProblem } from '../../preflight/conversion.ts';
 import { concernSentence, concernsFor, vmConcerns, type InventoryVMRecord } from '../../forklift/assess.ts';
+import { warmVerdict, type WarmVMLike } from '../../preflight/warm.ts';
 
 /** What the task reconciler needs from Forklift's inventory (InventoryClient satisfies it). */
 export interface TaskInventory {
@@ -125,7 +126,8 @@ function isNotFoundError(e: unknown): boolean {
 }
 
 /**
- * Inventory, names, outputs, networks, Service CIDR and quota, in that order, for every VM still waiting.
+ * Inventory, warm capability (warm tasks), names, outputs, networks, Service CIDR and quota, in that
+ * order, for every VM still waiting.
  * A VM failing a check is Failed with the reason; the others go on. Throws on transient errors (retry).
  */
 export async function runPreflight(p: PreflightInput): Promise<PreflightResult> {
@@ -167,6 +169,14 @@ export async function runPreflight(p: PreflightInput): Promise<PreflightResult> 
       continue;
     }
     if (readiness.warnings.length) cur = { ...cur, warnings: readiness.warnings };
+    // warm: CBT, snapshots, disks a precopy cannot carry (Forklift's Critical warm conditions, up front)
+    if (task.spec.mode === 'warm') {
+      const w = warmVerdict(inv as WarmVMLike);
+      if (w) {
+        out.push(failVM(cur, w.reason, w.message));
+        continue;
+      }
+    }
     // names
     const problems = outputNameProblems(name, disks.length);
     if (problems.length) {
