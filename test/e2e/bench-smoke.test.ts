@@ -1,7 +1,8 @@
 // Every benchmark in its smallest form, run as `npm run bench -- --quick --parallel` runs them (bench/run.ts,
 // one process per benchmark, each on its own private control plane: audit log on, PV binder at 1 s,
-// with the simulator; all started at once, so the run takes as long as the slowest benchmark rather than
-// the sum of them), so none can rot and none can hang. Timings are printed by the benchmarks, never
+// with the simulator; all started at once but the webhook's, which runs alone after them, so the run
+// takes about as long as the slowest benchmark rather than the sum of them), so none can rot and none can
+// hang. Timings are printed by the benchmarks, never
 // asserted here; what is asserted is what must hold at any size: every benchmark process ends by itself
 // and leaves no control plane behind, imports succeed, no reconcile errors, an idle controller makes no
 // requests, the counts add up. Figures are read from the results files the run writes (into a
