@@ -11,7 +11,7 @@
 //   npm run bench -- --only soak --quick      # 20 tasks (writes soak.quick.json)
 import { createStorageClass, startSim, vcenter } from '../test/sim/index.ts';
 import { DEFAULT_CONTROLLER_NAMESPACE, parseConfig } from '../src/config.ts';
-import { runController } from '../src/runtime/app.ts';
+import { runController } from '../src/app.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { ensureNamespace } from '../test/e2e/chaos/fixtures.ts';
 import { controllerSizes, grownSince, heapAfterGC, importRound, settledSizes } from '../test/e2e/chaos/soak.ts';

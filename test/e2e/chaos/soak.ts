@@ -5,7 +5,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { WorldFixture } from '../../sim/index.ts';
-import type { RunningController } from '../../../src/runtime/app.ts';
+import type { RunningController } from '../../../src/app.ts';
 import { handoffMemory } from '../../../src/controllers/handoff/index.ts';
 import { GVRs } from '../../../src/runtime/gvr.ts';
 import type { KubeClient } from '../../../src/runtime/kube.ts';
