@@ -401,6 +401,10 @@ export interface ControllerOptions {
   /** Without a VDDK image sources stop at VDDKNotConfigured (cheap; start-up/idle benchmarks). */
   vddk?: boolean;
   logLevel?: string;
+  /** Another kubeconfig than the controller identity's (the chaos run's: the same identity through a proxy). */
+  kubeconfigPath?: string;
+  /** Leader election on this Lease (replicas of one deployment); default off. */
+  leaderElection?: { namespace: string; name: string };
 }
 
 export interface ControllerProc {
@@ -416,6 +420,9 @@ export interface ControllerProc {
   metrics(): Promise<string>;
   /** SIGTERM, wait for exit; returns the last /proc figures taken just before. */
   stop(): Promise<ProcStats>;
+  /** Sends a signal (SIGKILL: a replica dying at a random point) and resolves once the process has exited. */
+  kill(signal: NodeJS.Signals): Promise<void>;
+  readonly exited: boolean;
 }
 
 let ctlSeq = 0;
@@ -431,8 +438,8 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
     ...(process.env.BENCH_CONTROLLER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
     // The controller of another git ref (side-by-side figures): BENCH_CONTROLLER_REF=main.
     process.env.BENCH_CONTROLLER_REF ? join(sourceOfRef(process.env.BENCH_CONTROLLER_REF), 'src/main.ts') : join(REPO_ROOT, 'src/main.ts'),
-    '--kubeconfig', env.cp.info.controller.kubeconfigPath,
-    '--leader-elect=false',
+    '--kubeconfig', o.kubeconfigPath ?? env.cp.info.controller.kubeconfigPath,
+    ...(o.leaderElection ? ['--leader-elect', '--lease-namespace', o.leaderElection.namespace, '--lease-name', o.leaderElection.name] : ['--leader-elect=false']),
     '--health-port', String(hp),
     '--metrics-port', String(mp),
     '--webhook-port', String(await freePort()),
@@ -490,6 +497,13 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
         clearTimeout(t);
       }
       return s;
+    },
+    async kill(signal) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+    get exited() {
+      return child.exitCode !== null || child.signalCode !== null;
     },
   };
 }

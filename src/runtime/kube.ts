@@ -85,6 +85,28 @@ export interface KubeClientOptions {
   userAgent?: string;
 }
 
+/** Retries of one request (client-go retries up to 10 times; 3 keep a refused call well inside its deadline). */
+export const MAX_RETRIES = 3;
+/** A Retry-After longer than this is not waited out here: the caller's backoff takes over. */
+const MAX_RETRY_AFTER_MS = 5_000;
+const retryAfterOf = new WeakMap<object, number>();
+
+/** How long to wait before retrying `method` after `e`, or undefined when it must not be retried. */
+export function retryDelayMs(method: string, e: unknown, attempt: number): number | undefined {
+  if (!(e instanceof ApiError) || e instanceof FencedError) return undefined;
+  if (/timed out after/.test(e.message)) return undefined;
+  // 100 ms, 200 ms, 400 ms with up to 50% jitter, so replicas refused together do not return together.
+  const backoff = 100 * 2 ** attempt * (1 + Math.random() / 2);
+  if (e.code === 429) {
+    const ra = retryAfterOf.get(e);
+    const ms = ra !== undefined ? ra * 1000 : backoff;
+    return ms <= MAX_RETRY_AFTER_MS ? Math.max(ms, backoff) : undefined;
+  }
+  if (method !== 'GET') return undefined;
+  if (e.code === 0 || (e.code >= 500 && e.code <= 504)) return backoff;
+  return undefined;
+}
+
 /** Methods that change something on the API server: refused while the client is fenced. */
 const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -153,8 +175,32 @@ export class KubeClient {
     this.inflight = new AbortController();
   }
 
-  /** Raw request; resolves the parsed JSON body or throws ApiError. */
+  /**
+   * Raw request; resolves the parsed JSON body or throws ApiError. Transient refusals are retried here, as
+   * client-go's REST client does (k8s.io/client-go rest/request.go: a response with Retry-After is retried
+   * after that delay whatever the verb, and a GET whose connection broke is retried), so one refused read
+   * among the dozens of a reconcile pass does not fail the pass — under a few percent of such answers, a
+   * pass of a multi-VM task otherwise almost never completes and its backoff climbs to the cap. Retried:
+   * 429 (any verb: the API server refuses it before handling it), and for GET also 5xx and a broken
+   * connection. Never retried: a write answered 5xx or cut off (it may have been applied), a fenced write,
+   * a request past its deadline or cancelled by abortInFlight (the fencing bounds must hold).
+   */
   async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', gvr?: GVR, timeoutMs?: number): Promise<T> {
+    const inflight = this.inflight.signal;
+    const deadline = Date.now() + (timeoutMs ?? this.opts.timeoutMs!);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.requestOnce<T>(method, path, body, contentType, gvr, Math.max(1, deadline - Date.now()));
+      } catch (e) {
+        const wait = attempt < MAX_RETRIES && !inflight.aborted ? retryDelayMs(method, e, attempt) : undefined;
+        if (wait === undefined || Date.now() + wait >= deadline) throw e;
+        await new Promise((r) => setTimeout(r, wait));
+        if (inflight.aborted) throw e;
+      }
+    }
+  }
+
+  private async requestOnce<T>(method: string, path: string, body: unknown, contentType: string, gvr: GVR | undefined, timeoutMs: number): Promise<T> {
     const write = WRITE_METHODS.has(method);
     const why = write ? this.fence?.() : undefined;
     if (why) {
@@ -178,14 +224,14 @@ export class KubeClient {
     const deadlineMs = timeoutMs ?? this.opts.timeoutMs!;
     const deadline = AbortSignal.timeout(deadlineMs);
     const signal = AbortSignal.any([deadline, this.inflight.signal]);
-    const result = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const result = await new Promise<{ status: number; text: string; retryAfter?: string }>((resolve, reject) => {
       const req = mod.request(
         url,
         { method, headers, agent: this.agent, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, timeout: deadlineMs, signal },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }));
           res.on('error', reject);
         },
       );
@@ -224,7 +270,10 @@ export class KubeClient {
     }
     if (result.status >= 200 && result.status < 300) return parsed as T;
     const st = (parsed ?? {}) as { reason?: string; message?: string; details?: unknown };
-    throw new ApiError(result.status, st.reason ?? String(result.status), st.message ?? (result.text.slice(0, 500) || `HTTP ${result.status}`), st.details);
+    const err = new ApiError(result.status, st.reason ?? String(result.status), st.message ?? (result.text.slice(0, 500) || `HTTP ${result.status}`), st.details);
+    const ra = Number(result.retryAfter);
+    if (result.retryAfter !== undefined && Number.isFinite(ra)) retryAfterOf.set(err, ra);
+    throw err;
   }
 
   async get<T extends KubeObject>(gvr: GVR, namespace: string | undefined, name: string): Promise<T | undefined> {

@@ -19,8 +19,9 @@ const world = vcenter({
   hosts: [{ id: 'host-1', address: '192.0.2.41' }],
   vms: [
     // Two disks; the copy stops at 40% and stays there, so the VM is still precopying when the cutover moves.
-    { id: 'vm-1', name: 'warm01', disks: [{ capacityGiB: 64 }, { capacityGiB: 32 }], faults: { stallTransferAtPercent: 40 } },
-    { id: 'vm-2', name: 'warm02', disks: [{ capacityGiB: 64 }, { capacityGiB: 32 }], faults: { stallTransferAtPercent: 40 } },
+    // CBT on (vSphere's default is off, which a warm import refuses up front).
+    { id: 'vm-1', name: 'warm01', changeTrackingEnabled: true, disks: [{ capacityGiB: 64 }, { capacityGiB: 32 }], faults: { stallTransferAtPercent: 40 } },
+    { id: 'vm-2', name: 'warm02', changeTrackingEnabled: true, disks: [{ capacityGiB: 64 }, { capacityGiB: 32 }], faults: { stallTransferAtPercent: 40 } },
   ],
 });
 

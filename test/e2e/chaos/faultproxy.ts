@@ -22,13 +22,26 @@ export interface FaultRates {
 }
 
 export const DEFAULT_RATES: FaultRates = { error: 0.05, reset: 0.02, latency: 0.02, latencyMs: 2_000, watchCutMs: 20_000 };
+/** Nothing injected: the proxy only forwards (the fault-free run a faulty one is compared with). */
+export const NO_FAULTS: FaultRates = { error: 0, reset: 0, latency: 0, latencyMs: 0, watchCutMs: 0 };
+
+/**
+ * A watch the API server can no longer serve from the client's resourceVersion (etcd compacted past it, or
+ * a restarted API server's watch cache starts later) answers 200 and then one ERROR event carrying a Status
+ * with code 410 ("too old resource version", the API conventions' "410 Gone" for watches); a list or get
+ * from a compacted resourceVersion answers 410 outright. The proxy counts both as it forwards them.
+ */
+const GONE_IN_WATCH = /"type":"ERROR".{0,200}"code":410/s;
 
 export interface FaultProxy {
   url: string;
   /** CA of the proxy's serving certificate (the client's kubeconfig trusts it). */
   caPEM: string;
   counts: Record<string, number>;
+  /** Requests received (the client's requests, injected answers included). */
   requests: number;
+  /** Changes the rates from now on (a fault-free phase and a faulty phase through the same proxy). */
+  setRates(r: FaultRates): void;
   close(): Promise<void>;
 }
 
@@ -36,7 +49,8 @@ function status(code: number, reason: string, message: string): string {
   return JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message });
 }
 
-export async function startFaultProxy(upstream: string, upstreamCA: string, rates: FaultRates = DEFAULT_RATES, rnd: () => number = Math.random): Promise<FaultProxy> {
+export async function startFaultProxy(upstream: string, upstreamCA: string, initialRates: FaultRates = DEFAULT_RATES, rnd: () => number = Math.random): Promise<FaultProxy> {
+  let rates = initialRates;
   const ca = makeCA('fault-proxy CA');
   const serving = makeServingCert(ca, 'fault-proxy', { ips: ['127.0.0.1'], dns: ['localhost'] });
   const target = new URL(upstream);
@@ -48,7 +62,7 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, rate
   const open = new Set<Duplex>();
   let requests = 0;
 
-  const forward = (req: IncomingMessage, res: ServerResponse, o: { reset: boolean; cutMs: number }): void => {
+  const forward = (req: IncomingMessage, res: ServerResponse, o: { reset: boolean; cutMs: number; watch: boolean }): void => {
     const up = https.request(
       { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host }, agent },
       (ur) => {
@@ -61,6 +75,14 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, rate
             res.socket?.destroy();
           });
           return;
+        }
+        if (o.watch) {
+          if (ur.statusCode === 410) count('gone410');
+          else ur.on('data', (chunk: Buffer) => {
+            if (chunk.includes('"code":410') && GONE_IN_WATCH.test(chunk.toString('utf8'))) count('gone410');
+          });
+        } else if (ur.statusCode === 410) {
+          count('gone410');
         }
         ur.pipe(res);
         if (o.cutMs > 0) {
@@ -103,7 +125,7 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, rate
       }
       const reset = !watch && rnd() < rates.reset;
       if (reset) count('reset');
-      forward(req, res, { reset, cutMs: watch ? rates.watchCutMs : 0 });
+      forward(req, res, { reset, cutMs: watch ? rates.watchCutMs : 0, watch });
     };
     if (rnd() < rates.latency) {
       count('latency');
@@ -123,6 +145,9 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, rate
     counts,
     get requests() {
       return requests;
+    },
+    setRates(r: FaultRates) {
+      rates = r;
     },
     close: async () => {
       for (const s of open) s.destroy();

@@ -51,7 +51,8 @@ test('a fenced client sends no write (reads still go), and unfenced it writes ag
   await assert.rejects(c.patch(GVRs.ConfigMap, 'ns', 'x', { data: {} }), FencedError);
   await assert.rejects(c.delete(GVRs.ConfigMap, 'ns', 'x'), FencedError);
   assert.ok(await c.get(GVRs.ConfigMap, 'ns', 'x'));
-  assert.deepEqual(received.map((r) => r.split(' ')[0]), ['GET'], 'only the read reached the server');
+  // (A read may be sent twice: the client retries a read whose keep-alive connection broke.)
+  assert.deepEqual([...new Set(received.map((r) => r.split(' ')[0]))], ['GET'], 'only the read reached the server');
   fenced = false;
   await c.patch(GVRs.ConfigMap, 'ns', 'x', { data: {} });
   assert.equal(received.at(-1)?.split(' ')[0], 'PATCH');

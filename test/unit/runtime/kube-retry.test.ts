@@ -1,0 +1,94 @@
+// The REST client retries what client-go retries — a refusal with Retry-After (any verb), a read whose
+// connection broke or that got a 5xx — and nothing that may have been applied: a write answered 5xx or cut off.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient, MAX_RETRIES, retryDelayMs, ApiError } from '../../../src/runtime/kube.ts';
+import { GVRs } from '../../../src/runtime/gvr.ts';
+
+let server: http.Server;
+let url: string;
+/** Per path: the answers still to give before a normal one ('429', '500', 'reset'). */
+const script = new Map<string, string[]>();
+const received: string[] = [];
+
+before(async () => {
+  server = http.createServer((req, res) => {
+    received.push(`${req.method} ${req.url}`);
+    req.resume();
+    const next = script.get(new URL(req.url ?? '/', 'http://x').pathname)?.shift();
+    if (next === 'reset') {
+      res.socket?.destroy();
+      return;
+    }
+    res.setHeader('Content-Type', 'application/json');
+    if (next === '429') {
+      res.writeHead(429, { 'Retry-After': '0' });
+      res.end(JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests', message: 'slow down' }));
+    } else if (next === '500') {
+      res.writeHead(500);
+      res.end(JSON.stringify({ kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd timeout' }));
+    } else {
+      res.end(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'ns' } }));
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+after(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+function client(): KubeClient {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({ clusters: [{ name: 'c', server: url, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+  return new KubeClient(kc, { timeoutMs: 10_000 });
+}
+
+const path = '/api/v1/namespaces/ns/configmaps/x';
+
+test('a read refused with 429, answered 500 or cut off is retried and succeeds', async () => {
+  const c = client();
+  script.set(path, ['429', '500', 'reset']);
+  received.length = 0;
+  assert.ok(await c.get(GVRs.ConfigMap, 'ns', 'x'));
+  assert.equal(received.length, 4, 'three refusals, then the answer');
+  c.close();
+});
+
+test('a write refused with 429 is retried (the API server did not handle it)', async () => {
+  const c = client();
+  script.set(path, ['429']);
+  received.length = 0;
+  await c.patch(GVRs.ConfigMap, 'ns', 'x', { data: {} });
+  assert.deepEqual(received.map((r) => r.split(' ')[0]), ['PATCH', 'PATCH']);
+  c.close();
+});
+
+test('a write answered 500 or cut off is not retried: it may have been applied', async () => {
+  const c = client();
+  for (const fault of ['500', 'reset']) {
+    script.set(path, [fault]);
+    received.length = 0;
+    await assert.rejects(c.patch(GVRs.ConfigMap, 'ns', 'x', { data: {} }), ApiError);
+    assert.equal(received.length, 1, `${fault}: sent once`);
+  }
+  c.close();
+});
+
+test('retries stop after MAX_RETRIES, and never for a refusal other than 429/5xx/broken connection', async () => {
+  const c = client();
+  script.set(path, Array.from({ length: MAX_RETRIES + 1 }, () => '500'));
+  received.length = 0;
+  await assert.rejects(c.get(GVRs.ConfigMap, 'ns', 'x'), /etcd timeout/);
+  assert.equal(received.length, MAX_RETRIES + 1);
+  script.delete(path);
+  c.close();
+  assert.equal(retryDelayMs('GET', new ApiError(404, 'NotFound', 'gone'), 0), undefined);
+  assert.equal(retryDelayMs('GET', new ApiError(409, 'Conflict', 'modified'), 0), undefined);
+  assert.equal(retryDelayMs('GET', new ApiError(0, 'ConnectionError', 'request timed out after 30000 ms: GET /x'), 0), undefined, 'a request past its deadline is not retried');
+});
