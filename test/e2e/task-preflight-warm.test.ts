@@ -85,8 +85,10 @@ test('a warm task for a VM with snapshots fails with SnapshotsPresent before any
   await assertRefusedWarm('wpf-snap', 'vm-2', 'SnapshotsPresent', /VM "snap01" has snapshots \(current "snapshot-12"\).*Forklift says: VM has pre-existing snapshots which are incompatible with warm migration\./);
 });
 
-test('a warm task for a VM with an RDM and an independent disk fails with DiskNotWarmCapable naming both disks', async () => {
-  await assertRefusedWarm('wpf-rdm', 'vm-3', 'DiskNotWarmCapable', /raw device mappings \("\[datastore1\] rdm01\/rdm01_1\.vmdk"\).*independent disks \("\[datastore1\] rdm01\/rdm01_2\.vmdk" independent_persistent\).*Raw Device Mapped disk detected/);
+// RDM and independent disks are Critical for any import in Forklift's policies (rdm_disk.rego,
+// disk_mode.rego at kubev2v/forklift@v2.11.5:validation/policies/io/konveyor/forklift/vmware/), so the readiness assessment blocks the VM before the warm checks run.
+test('a warm task for a VM with an RDM and an independent disk fails as Blocked, in Forklift\'s words for both disks, before any Forklift object exists', async () => {
+  await assertRefusedWarm('wpf-rdm', 'vm-3', 'VMBlocked', /VM rdm01 cannot be imported: Independent disk detected \(Critical, Forklift\).*Raw Device Mapped disk detected \(Critical, Forklift\)/);
 });
 
 test('the warm checks apply to warm tasks only: a cold task passes preflight for the VM without CBT, and a warm one for a CBT-enabled two-disk VM', async () => {
