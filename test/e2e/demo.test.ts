@@ -45,7 +45,7 @@ test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs
   assert.match(stdout, /web-01 +Transferring +\[[#-]+\] +\d+% +[\d.]+ \w?i?B \/ 16\.0 GiB/);
   assert.match(stdout, /db-01 +Succeeded +\[#+\] 100% +40\.0 GiB \/ 40\.0 GiB +done, downtime \d+s/);
   assert.match(stdout, /vmimporttask\.forklift\.cozystack\.io\/import-web-tier condition met/);
-  assert.match(stdout, /import-web-tier +vcenter-prod +Succeeded +100 +True/);
+  assert.match(stdout, /import-web-tier +vcenter-prod +cold +Succeeded +100 +True/);
   // The outputs: four VMDisks on the Immediate class, two Halted VMInstances, downtime per VM.
   for (const d of ['db-01-disk-0', 'db-01-disk-1', 'db-01-disk-2', 'web-01-disk-0']) assert.match(stdout, new RegExp(`\\b${d} +[\\d.]+ GiB +replicated`));
   assert.match(stdout, /\bweb-01 +Halted +web-01-disk-0\(sata\)/);
