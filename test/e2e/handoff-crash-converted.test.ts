@@ -1,4 +1,4 @@
-// The crash-safety proof of the copy-free handoff on the guest-conversion path (test/e2e/handoff-crash-suite.ts):
+// The crash-safety proof of the copy-free handoff on the guest-conversion path (handoff-crash-suite.ts):
 // a converted two-disk VM — its volumes filled by virt-v2v in Forklift's conversion pod, no CDI import —
 // ends with virtio buses and survives the controller being killed after every handoff step.
 import { vcenter } from '../sim/index.ts';

@@ -1,5 +1,5 @@
-// The crash-safety proof of the copy-free handoff with the real controller process, first half of its
-// kill points (the whole proof and its checks: handoff-crash.ts).
-import { crashTests } from './handoff-crash.ts';
+// The crash-safety proof of the copy-free handoff on the raw-copy path, with the real controller process:
+// the first half of its kill points (the proof and its checks: handoff-crash-suite.ts).
+import { rawCrashSuite } from './handoff-crash-raw.ts';
 
-crashTests(0);
+rawCrashSuite(0);
