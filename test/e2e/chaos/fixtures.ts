@@ -8,6 +8,7 @@ import { isAlreadyExists, type KubeClient, type KubeObject } from '../../../src/
 import type { VMImportSource, VMImportTask } from '../../../src/api/types.ts';
 import { LABEL_TASK_UID } from '../../../src/api/labels.ts';
 import { parseQuantity } from '../../../src/cozystack/quantity.ts';
+import { until } from '../../../bench/lib.ts';
 
 export interface VMShape {
   id: string;
@@ -48,21 +49,8 @@ export async function ensureNamespace(c: KubeClient, name: string, labels: Recor
   }
 }
 
-/** Polls `fn` until it returns a value, with a deadline; errors (an API server restarting) count as "not yet". */
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, intervalMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastErr = '';
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      lastErr = (e as Error).message;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastErr ? ` (${lastErr})` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
+// Polls with a deadline; errors (an API server restarting) count as "not yet". One definition, the benchmarks'.
+export { until };
 
 /** Creates source `name` in `ns` for the world's vCenter and waits until it is Ready. */
 export async function createConnectedSource(c: KubeClient, ns: string, name: string, world: WorldFixture, timeoutMs = 120_000): Promise<void> {
