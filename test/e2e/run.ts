@@ -11,14 +11,20 @@
 //   node test/e2e/run.ts --write-durations      # also record this run's per-file durations
 // MC_E2E_SHARDS sets the default number of shards. A file that does not end within its deadline fails the
 // run with its output so far (see FILE_DEADLINE).
+// Besides wall time, each file's CPU seconds are measured (its process and every process it started, from
+// /proc: test/e2e/env/cpu.ts), with the CPU its plane's components spent while it ran; the run ends with
+// each plane's component CPU and the top consumers. CPU, unlike wall time, barely moves with the
+// machine's other load.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { KubeClient } from '../../src/runtime/kube.ts';
 import { ControlPlane } from './env/controlplane.ts';
 import { REPO_ROOT, installOurCRDs, kubeConfigFor } from './env/index.ts';
 import { alive, installStandInCRDs } from './fixtures.ts';
 import { planShards } from './env/shards.ts';
+import { groupCpu, procCpu } from './env/cpu.ts';
 
 function findTests(dir: string): string[] {
   const out: string[] = [];
@@ -76,7 +82,16 @@ interface FileResult {
   shard: number;
   code: number;
   seconds: number;
+  /** CPU seconds of the file's process and every process it started (undefined off Linux). */
+  cpu?: number;
+  /** CPU seconds the plane's components spent while the file ran (the load its requests put on them). */
+  planeCpu?: number;
 }
+
+// Each file's process reports its CPU here when it exits (test/e2e/env/cpu-report.ts).
+const cpuDir = mkdtempSync(join(tmpdir(), 'mc-e2e-cpu-'));
+const CPU_REPORT = join(REPO_ROOT, 'test/e2e/env/cpu-report.ts');
+let cpuReports = 0;
 
 const running = new Set<ChildProcess>();
 let interrupted = false;
@@ -108,17 +123,19 @@ function endGroup(pid: number | undefined, sig: NodeJS.Signals): void {
 
 const current = new Map<number, { file: string; since: number }>();
 
-function runFile(file: string, shard: number, descriptor: string): Promise<FileResult> {
+function runFile(file: string, shard: number, descriptor: string, cp: ControlPlane): Promise<FileResult> {
   const t0 = Date.now();
+  const plane0 = planeCpuTotal(cp);
   const deadlineMs = fileDeadlineMs(file);
+  const report = join(cpuDir, `${++cpuReports}.json`);
   return new Promise((resolve) => {
     // Its own process group (detached), so that the file and whatever it started can be ended together.
     // --test-isolation=none runs the file's tests in this very process, and --test-force-exit ends it when
     // its tests have, even if a handle is left open (a leaked grandchild is then ended with the group).
     const child = spawn(
       process.execPath,
-      ['--test', '--test-reporter=spec', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-isolation=none', '--test-force-exit', file],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: descriptor }, detached: true },
+      ['--import', CPU_REPORT, '--test', '--test-reporter=spec', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-isolation=none', '--test-force-exit', file],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: descriptor, MC_E2E_CPU_REPORT: report }, detached: true },
     );
     running.add(child);
     current.set(shard, { file, since: t0 });
@@ -138,19 +155,35 @@ function runFile(file: string, shard: number, descriptor: string): Promise<FileR
       clearTimeout(deadline);
       running.delete(child);
       current.delete(shard);
-      // Whatever the file left running in its group goes with it.
+      // What the file left running in its group is counted (its CPU so far) before it goes with it.
+      const leftovers = child.pid ? [...groupCpu(child.pid).values()].reduce((a, c) => a + c.self + c.reaped, 0) : 0;
       endGroup(child.pid, 'SIGKILL');
       child.stdout.destroy();
       child.stderr.destroy();
       const seconds = Math.round((Date.now() - t0) / 100) / 10;
-      const r: FileResult = { file, shard, code: timedOut ? 124 : (c ?? (sig ? 1 : 0)), seconds };
+      const r: FileResult = { file, shard, code: timedOut ? 124 : (c ?? (sig ? 1 : 0)), seconds, cpu: fileCpu(report, leftovers), planeCpu: planeCpuTotal(cp) - plane0 };
       const verdict = timedOut ? `FAILED (no end within its deadline of ${Math.round(deadlineMs / 1000)} s; its process group was ended)` : r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`;
-      process.stdout.write(`\n── [plane ${shard + 1}] ${relative(REPO_ROOT, file)}: ${verdict} in ${r.seconds} s\n${Buffer.concat(out).toString('utf8')}`);
+      process.stdout.write(`\n── [plane ${shard + 1}] ${relative(REPO_ROOT, file)}: ${verdict} in ${r.seconds} s${r.cpu === undefined ? '' : ` (${r.cpu.toFixed(1)} CPU s, its plane ${r.planeCpu?.toFixed(1)} CPU s)`}\n${Buffer.concat(out).toString('utf8')}`);
       resolve(r);
     };
     child.on('close', finish);
     child.on('exit', (c, sig) => setTimeout(() => finish(c, sig), PIPE_DRAIN_MS).unref());
   });
+}
+
+/**
+ * The file's CPU: what its process reported at exit (itself and every process it reaped) plus what was
+ * still running in its group when it ended. A grandchild that left the group or was reparented and ended
+ * on its own before the file did is not seen (none of the suite's do).
+ */
+function fileCpu(report: string, leftovers: number): number | undefined {
+  try {
+    const r = JSON.parse(readFileSync(report, 'utf8')) as { self: number; reaped: number };
+    return r.self + r.reaped + leftovers;
+  } catch {
+    // Ended by a signal (its deadline): only what was still running is known.
+    return leftovers || undefined;
+  }
 }
 
 // Planes start one after another, each shard beginning its files as soon as its own plane is up: four
@@ -172,7 +205,29 @@ function startPlane(shard: number): Promise<ControlPlane> {
   return started;
 }
 
-async function runShard(shard: number, list: string[]): Promise<{ results: FileResult[]; survivors: string[]; logsDir?: string }> {
+interface ShardResult {
+  results: FileResult[];
+  survivors: string[];
+  logsDir?: string;
+  /** CPU seconds of each of the plane's components (read just before they were stopped). */
+  planeCpu?: Record<string, number>;
+}
+
+/** CPU seconds of the plane's components (a component restarted by a test counts from its restart). */
+function planeCpu(cp: ControlPlane): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(cp.info.pids)) {
+    const c = procCpu(pid);
+    if (c) out[name] = Math.round((c.self + c.reaped) * 10) / 10;
+  }
+  return out;
+}
+
+function planeCpuTotal(cp: ControlPlane): number {
+  return Object.values(planeCpu(cp)).reduce((a, v) => a + v, 0);
+}
+
+async function runShard(shard: number, list: string[]): Promise<ShardResult> {
   let cp: ControlPlane;
   try {
     cp = await startPlane(shard);
@@ -185,6 +240,7 @@ async function runShard(shard: number, list: string[]): Promise<{ results: FileR
   writeFileSync(descriptor, JSON.stringify(cp.info, null, 2));
   const results: FileResult[] = [];
   let failed = false;
+  let cpu: Record<string, number> | undefined;
   try {
     // Every CRD a file uses, installed once before the first file: kube-controller-manager's garbage
     // collector learns of a new kind only at its discovery resync (~30 s), so a kind installed by a file
@@ -200,7 +256,7 @@ async function runShard(shard: number, list: string[]): Promise<{ results: FileR
     }
     for (const f of list) {
       if (interrupted) break;
-      const r = await runFile(f, shard, descriptor);
+      const r = await runFile(f, shard, descriptor, cp);
       results.push(r);
       if (r.code !== 0) failed = true;
     }
@@ -208,10 +264,11 @@ async function runShard(shard: number, list: string[]): Promise<{ results: FileR
     failed = true;
     console.error(`[testenv] plane ${shard + 1}: ${(e as Error).message}`);
   } finally {
+    cpu = planeCpu(cp);
     await cp.stop({ keepDir: failed || interrupted });
   }
   const survivors = Object.entries(cp.info.pids).filter(([, pid]) => alive(pid)).map(([n, p]) => `${n}(${p})`);
-  return { results, survivors, logsDir: failed ? cp.info.logsDir : undefined };
+  return { results, survivors, logsDir: failed ? cp.info.logsDir : undefined, planeCpu: cpu };
 }
 
 const plan = planShards(files, shardCount, knownDurations(), (f) => relative(REPO_ROOT, f));
@@ -233,7 +290,28 @@ const notRun = files.filter((f) => !ran.has(f));
 const failedFiles = all.filter((r) => r.code !== 0);
 if (failedFiles.length || notRun.length) code = code || 1;
 console.log(`\n[testenv] ${all.length - failedFiles.length}/${files.length} files passed in ${wall} s on ${plan.length} plane(s)`);
-for (const [i, s] of shards.entries()) console.log(`[testenv]   plane ${i + 1}: ${s.results.reduce((a, r) => a + r.seconds, 0).toFixed(0)} s over ${s.results.length} files`);
+for (const [i, s] of shards.entries()) {
+  const comps = Object.entries(s.planeCpu ?? {});
+  const planeTotal = comps.reduce((a, [, v]) => a + v, 0);
+  const filesCpu = s.results.reduce((a, r) => a + (r.cpu ?? 0), 0);
+  console.log(
+    `[testenv]   plane ${i + 1}: ${s.results.reduce((a, r) => a + r.seconds, 0).toFixed(0)} s over ${s.results.length} files, ${filesCpu.toFixed(0)} CPU s in the files` +
+      (comps.length ? `; the plane itself ${planeTotal.toFixed(0)} CPU s (${comps.map(([n, v]) => `${n} ${v.toFixed(0)}`).join(', ')})` : ''),
+  );
+}
+// The top CPU consumers: where cutting pays.
+const TOP = 12;
+const byCpu = all.filter((r) => r.cpu !== undefined).sort((a, b) => b.cpu! - a.cpu!);
+if (byCpu.length) {
+  const filesTotal = byCpu.reduce((a, r) => a + r.cpu!, 0);
+  const planesTotal = shards.reduce((a, s) => a + Object.values(s.planeCpu ?? {}).reduce((x, v) => x + v, 0), 0);
+  const self = procCpu('self');
+  console.log(`[testenv] CPU: files ${filesTotal.toFixed(0)} s, control planes ${planesTotal.toFixed(0)} s, this runner ${self ? self.self.toFixed(0) : '?'} s; top files:`);
+  for (const r of byCpu.slice(0, TOP)) {
+    console.log(`[testenv]   ${r.cpu!.toFixed(1).padStart(7)} CPU s (+${(r.planeCpu ?? 0).toFixed(1).padStart(5)} its plane) ${r.seconds.toFixed(1).padStart(7)} s wall  ${relative(REPO_ROOT, r.file)}`);
+  }
+}
+rmSync(cpuDir, { recursive: true, force: true });
 for (const r of failedFiles) console.log(`[testenv]   FAILED: ${relative(REPO_ROOT, r.file)} (plane ${r.shard + 1})`);
 for (const f of notRun) console.log(`[testenv]   not run: ${relative(REPO_ROOT, f)}`);
 
