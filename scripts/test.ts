@@ -8,9 +8,15 @@
 // they reaped included). Arguments go to the e2e runner: `npm test -- --write-durations`.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { resourceUsage } from 'node:process';
+import { fileURLToPath } from 'node:url';
 
 const PARTS = ['lint', 'test:unit', 'test:e2e'] as const;
+// V8's compile cache for every Node.js process of the run (ESLint, tsc, each unit test file, each e2e
+// file and the controllers it starts): each loads its modules afresh, and with the cache a unit-test run
+// takes ~28 CPU s instead of ~44. Keyed by each source's content, so an edited file is never served stale.
+process.env.NODE_COMPILE_CACHE ??= join(dirname(fileURLToPath(import.meta.url)), '../node_modules/.cache/node-compile-cache');
 const npm = 'npm';
 
 const running = new Set<ChildProcess>();

@@ -53,6 +53,12 @@ const HEARTBEAT_MS = 2 * 60_000;
 // (and outlived the file) must not keep the runner waiting.
 const PIPE_DRAIN_MS = 5_000;
 
+// V8's compile cache for every process the run starts (each file, and the controllers, benchmarks and
+// tools it starts in turn): each of them loads the TypeScript sources and @kubernetes/client-node afresh,
+// ~1.5 CPU s per process without the cache and ~1 s with it. Keyed by each source's content, so an
+// edited file is never served stale.
+process.env.NODE_COMPILE_CACHE ??= join(REPO_ROOT, 'node_modules/.cache/node-compile-cache');
+
 const argv = process.argv.slice(2);
 const flagValue = (name: string): string | undefined => {
   const i = argv.indexOf(`--${name}`);
