@@ -14,7 +14,9 @@ import { ControlPlane, type ControlPlaneInfo } from './controlplane.ts';
 import { KubeClient } from '../../../src/runtime/kube.ts';
 import { GVRs, type GVR } from '../../../src/runtime/gvr.ts';
 import { helmTemplate, tenantRoles } from '../../../scripts/demo/tools.ts';
+import { waitIntervals } from './wait.ts';
 
+export { WAIT_BACKOFF, waitIntervals } from './wait.ts';
 export { ControlPlane, type ControlPlaneInfo, type Identity, SERVICE_CIDR, TENANT_NAMES, TENANT_ROLES_FIXTURE, freePort, writeKubeconfig, findAssets } from './controlplane.ts';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -58,6 +60,7 @@ export async function adminKubeConfig(): Promise<k8s.KubeConfig> {
 
 export interface WaitOptions {
   timeoutMs?: number;
+  /** A fixed interval between observations; without it the interval starts short and grows (below). */
   intervalMs?: number;
 }
 
@@ -67,6 +70,7 @@ export interface WaitOptions {
  */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, opts: WaitOptions = {}): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
+  const intervals = waitIntervals();
   let lastErr: unknown;
   for (;;) {
     try {
@@ -79,7 +83,7 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     if (Date.now() > deadline) {
       throw new Error(`timed out waiting for ${what}${lastErr ? `: ${(lastErr as Error).message}` : ''}`);
     }
-    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 50));
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? intervals.next().value));
   }
 }
 
