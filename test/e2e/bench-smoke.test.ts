@@ -36,6 +36,9 @@ before(async () => {
     join(REPO_ROOT, 'bench/run.ts'), '--quick', '--parallel',
     '--pv-sync-period', '1s', '--repeats', '1', '--objects', '10', '--namespaces', '2', '--idle-seconds', '1',
     '--poll-interval-ms', '1000', '--sizes', '2',
+    // The soak in its smallest form that still has a warm-up round and two measured rounds (6 imports
+    // instead of --quick's 30): what it must show here is that it ends and reports, not its figures.
+    '--tasks', '4', '--wave', '2',
   ];
   // Its own process group, so a benchmark that hangs can be ended with everything it started.
   const child = spawn(process.execPath, args, {
@@ -137,6 +140,13 @@ test('the admission webhook answers every review of its benchmark', () => {
     assert.equal(r.ok, r.sent, JSON.stringify(r.errorReasons));
     assert.ok(r.inventoryCallsPerReview >= 0);
   }
+});
+
+test('the soak creates, imports and deletes its tasks in rounds after a warm-up round, and reports the heap', () => {
+  const f = figures<{ heapAfterGCMiB: { baseline: number; after: number } }>('soak');
+  assert.ok(f.heapAfterGCMiB.baseline > 0 && f.heapAfterGCMiB.after > 0, JSON.stringify(f.heapAfterGCMiB));
+  const params = (JSON.parse(readFileSync(join(resultsDir, 'soak.quick.json'), 'utf8')) as { params?: { tasks?: number; rounds?: number } }).params;
+  assert.equal(params?.tasks, 4, JSON.stringify(params));
 });
 
 test('a cache list by namespace and labels is measured for the indexed store and the previous one side by side', () => {
