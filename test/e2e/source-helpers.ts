@@ -42,7 +42,7 @@ export async function waitForReason(c: KubeClient, ns: string, name: string, rea
         last = r ? `${r.status}/${r.reason}: ${r.message}` : 'no Ready condition';
         return r?.reason === reason && s?.status?.observedGeneration === s?.metadata.generation ? s : undefined;
       },
-      { timeoutMs, intervalMs: 100 },
+      { timeoutMs },
     );
   } catch (e) {
     throw new Error(`${(e as Error).message} (last: ${last})`);
