@@ -300,7 +300,8 @@ function vmId(disks: 1 | 4, i: number): string {
 
 export async function startEnv(o: EnvOptions = {}): Promise<BenchEnv> {
   const t0 = Date.now();
-  const cp = await ControlPlane.start({ auditLog: o.auditLog !== false, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true });
+  // BENCH_KEEP_DIR=1 keeps the control plane's directory (its logs, the controllers' logs) after the run.
+  const cp = await ControlPlane.start({ auditLog: o.auditLog !== false, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true, keepDir: process.env.BENCH_KEEP_DIR === '1' });
   const admin = new KubeClient(kubeConfigFor(cp.info.admin.kubeconfigPath), { fieldManager: 'bench' });
   await applyCRDs(admin, join(REPO_ROOT, 'crds'));
   const n1 = o.oneDiskVMs ?? 0;
@@ -447,7 +448,8 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
     '--metrics-port', String(mp),
     '--webhook-port', String(await freePort()),
     '--service-cidr', SERVICE_CIDR,
-    '--log-level', o.logLevel ?? 'warn',
+    // BENCH_CONTROLLER_LOG_LEVEL=info keeps the handoff's per-step lines (timestamps per step).
+    '--log-level', o.logLevel ?? process.env.BENCH_CONTROLLER_LOG_LEVEL ?? 'warn',
     '--workers', String(o.workers ?? 4),
   ];
   if (o.vddk !== false) args.push('--vddk-image', VDDK_IMAGE);
