@@ -72,6 +72,7 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs, watchLiveness: opts.watchLiveness });
   // The credentials keyring serves the webhook too (every replica): it uses the unfenced client.
   const keyring = opts.keyring ?? new SecretKeyring({ client: webhookClient, namespace: cfg.podNamespace, name: cfg.credentialsKeySecret });
+  metrics.cacheSizes = () => manager.cacheSizes();
   for (const r of opts.reconcilers ?? buildReconcilers(cfg, { metrics, keyring, resolve: opts.resolve })) manager.register(r);
 
   let elector: LeaderElector | undefined;

@@ -3,36 +3,42 @@
 // a misleading NBD error (docs/cozystack-contract.md, "The Service CIDR").
 import ipaddr from 'ipaddr.js';
 import { GVRs, type GVR } from '../runtime/gvr.ts';
+import { memoize } from './memo.ts';
 import { ApiError, type KubeClient, type KubeObject } from '../runtime/kube.ts';
 
-function parseIP(s: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+// Parsed once per distinct string (src/preflight/memo.ts): every task review checks each host against
+// each Service CIDR. The parsed objects are shared: callers only read them (kind(), match()).
+const parseIP = memoize((s: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined => {
   try {
     // process() turns IPv4-mapped IPv6 (::ffff:10.96.0.1) into IPv4.
     return ipaddr.process(s.trim());
   } catch {
     return undefined;
   }
-}
+});
+
+const parseRange = memoize((cidr: string): [ipaddr.IPv4 | ipaddr.IPv6, number] | undefined => {
+  let range: [ipaddr.IPv4 | ipaddr.IPv6, number];
+  try {
+    range = ipaddr.parseCIDR(cidr.trim());
+  } catch {
+    return undefined;
+  }
+  const net = range[0];
+  if (net.kind() === 'ipv6' && (net as ipaddr.IPv6).isIPv4MappedAddress() && range[1] >= 96) return [(net as ipaddr.IPv6).toIPv4Address(), range[1] - 96];
+  return range;
+});
 
 export function isIP(s: string): boolean {
-  return typeof s === 'string' && ipaddr.isValid(s.trim()) && parseIP(s) !== undefined && /^[0-9a-fA-F:.]+$/.test(s.trim());
+  return typeof s === 'string' && /^[0-9a-fA-F:.]+$/.test(s.trim()) && ipaddr.isValid(s.trim()) && parseIP(s) !== undefined;
 }
 
 export function ipInCIDR(ip: string, cidr: string): boolean {
   if (typeof ip !== 'string' || typeof cidr !== 'string') return false;
   const a = parseIP(ip);
   if (!a) return false;
-  let range: [ipaddr.IPv4 | ipaddr.IPv6, number];
-  try {
-    range = ipaddr.parseCIDR(cidr.trim());
-  } catch {
-    return false;
-  }
-  let net = range[0];
-  if (net.kind() === 'ipv6' && (net as ipaddr.IPv6).isIPv4MappedAddress() && range[1] >= 96) {
-    net = (net as ipaddr.IPv6).toIPv4Address();
-    range = [net, range[1] - 96];
-  }
+  const range = parseRange(cidr);
+  if (!range) return false;
   if (a.kind() !== range[0].kind()) return false;
   return a.match(range);
 }

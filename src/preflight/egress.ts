@@ -3,6 +3,7 @@
 // then reports what happened; without a policy that is a port scanner and a credential-forwarding path
 // into the platform's own network. Pure: the policy, the cluster's networks and the address come in.
 import ipaddr from 'ipaddr.js';
+import { memoize } from './memo.ts';
 
 export interface EgressPolicy {
   /** When non-empty, an address must fall inside one of these (CIDRs). */
@@ -42,26 +43,33 @@ export const EMPTY_POLICY: EgressPolicy = { allowedNetworks: [], deniedNetworks:
 
 export type EgressVerdict = { allowed: true } | { allowed: false; rule: string };
 
-function parse(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+// Parsed once per distinct string (src/preflight/memo.ts): a source review checks its host against
+// every built-in and configured network. The parsed objects are shared: callers only read them.
+const parse = memoize((ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined => {
   try {
     // process(): an IPv4-mapped IPv6 address (::ffff:127.0.0.1) is judged as the IPv4 address it is.
     return ipaddr.process(ip.trim().replace(/^\[|\]$/g, ''));
   } catch {
     return undefined;
   }
-}
+});
+
+const parseRange = memoize((cidr: string): [ipaddr.IPv4 | ipaddr.IPv6, number] | undefined => {
+  try {
+    return ipaddr.parseCIDR(cidr.trim());
+  } catch {
+    return undefined;
+  }
+});
 
 function inCIDR(addr: ipaddr.IPv4 | ipaddr.IPv6, cidr: string): boolean {
-  try {
-    const range = ipaddr.parseCIDR(cidr.trim());
-    return addr.kind() === range[0].kind() && addr.match(range);
-  } catch {
-    return false;
-  }
+  const range = parseRange(cidr);
+  return !!range && addr.kind() === range[0].kind() && addr.match(range);
 }
 
 export function isIPLiteral(host: string): boolean {
-  return parse(host) !== undefined && /^[[\]0-9a-fA-F:.]+$/.test(host.trim());
+  // The character test first: a host name (the usual case) is never handed to the parser.
+  return /^[[\]0-9a-fA-F:.]+$/.test(host.trim()) && parse(host) !== undefined;
 }
 
 /** The verdict on one IP address. `rule` names the network and why it is denied. */

@@ -1,7 +1,8 @@
 // TLS settings of a vCenter/ESXi endpoint. Forklift takes a PEM CA (or insecureSkipVerify); a SHA-1
 // thumbprint in the CA field — what vSphere's UI shows and other tools want — yields Forklift's opaque
 // "The secret is not valid" (docs/forklift-contract.md), so it gets its own message here.
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, createHash } from 'node:crypto';
+import { MEMO_MAX_ENTRIES } from './memo.ts';
 
 const SHA1_COLONS = /^([0-9a-f]{2}:){19}[0-9a-f]{2}$/i;
 const SHA1_HEX = /^[0-9a-f]{40}$/i;
@@ -41,6 +42,28 @@ function isSelfSigned(c: X509Certificate): boolean {
  */
 export function caCertProblem(pem: string): string | undefined {
   if (typeof pem !== 'string' || pem.trim() === '') return 'is empty; paste the PEM CA certificate';
+  return caProblemByDigest(digest(pem), pem);
+}
+
+// Keyed by the bundle's SHA-256, so the memo holds digests and short verdicts, never the bundles (a CA
+// bundle can be hundreds of KiB). Admission sees the same few CA bundles over and over; an X.509 parse costs
+// far more than the digest.
+function digest(pem: string): string {
+  return createHash('sha256').update(pem).digest('base64');
+}
+const problemMemo = new Map<string, string | undefined>();
+function caProblemByDigest(key: string, pem: string): string | undefined {
+  if (problemMemo.has(key)) return problemMemo.get(key);
+  const v = computeCACertProblem(pem);
+  remember(problemMemo, key, v);
+  return v;
+}
+function remember<V>(m: Map<string, V>, key: string, v: V): void {
+  if (m.size >= MEMO_MAX_ENTRIES) m.delete(m.keys().next().value as string);
+  m.set(key, v);
+}
+
+function computeCACertProblem(pem: string): string | undefined {
   const t = pem.trim();
   if (looksLikeThumbprint(t)) return THUMBPRINT_MESSAGE;
   if (SHA256_COLONS.test(t) || SHA256_HEX.test(t)) return 'a certificate fingerprint does not work here; paste the PEM CA certificate that signed the server\'s certificate (-----BEGIN CERTIFICATE----- …)';
@@ -66,16 +89,28 @@ export function caCertProblem(pem: string): string | undefined {
 
 /** Warnings about a usable CA bundle (expiry). */
 export function caCertWarnings(pem: string, now: Date = new Date()): string[] {
-  const out: string[] = [];
-  if (typeof pem !== 'string') return out;
+  if (typeof pem !== 'string') return [];
+  return validity(pem)
+    .filter((c) => c.validTo < now.getTime())
+    .map((c) => `the certificate "${c.subject}" expired on ${new Date(c.validTo).toISOString()}`);
+}
+
+/** Each parsable certificate's subject and end of validity (ms), memoized by the bundle's digest. */
+const validityMemo = new Map<string, Array<{ subject: string; validTo: number }>>();
+function validity(pem: string): Array<{ subject: string; validTo: number }> {
+  const key = digest(pem);
+  const hit = validityMemo.get(key);
+  if (hit) return hit;
+  const out: Array<{ subject: string; validTo: number }> = [];
   for (const b of pemCertificates(pem)) {
     try {
       const c = new X509Certificate(b);
-      if (new Date(c.validTo).getTime() < now.getTime()) out.push(`the certificate "${c.subject.replace(/\n/g, ', ')}" expired on ${new Date(c.validTo).toISOString()}`);
+      out.push({ subject: c.subject.replace(/\n/g, ', '), validTo: new Date(c.validTo).getTime() });
     } catch {
       /* reported by caCertProblem */
     }
   }
+  remember(validityMemo, key, out);
   return out;
 }
 

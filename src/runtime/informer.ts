@@ -49,6 +49,17 @@ const MAX_BACKOFF_MS = 30_000;
 // server has had ample time to end it (it sends a bookmark just before): a stream still open is half-open.
 export const DEFAULT_LIVENESS: WatchLiveness = { minTimeoutSeconds: 300, maxTimeoutSeconds: 600, graceMs: 30_000 };
 
+/**
+ * What the cache keeps of an object: all of it but `metadata.managedFields` — the API server's record of
+ * which field manager set which field, often the largest part of an object's metadata and read by nothing
+ * here (client-go's informers drop it the same way, cache.TransformStripManagedFields). An update sent
+ * without managedFields leaves the server's record as it is. Mutates and returns `o` (fresh from JSON).
+ */
+export function stripForCache<T extends KubeObject>(o: T): T {
+  if (o.metadata && 'managedFields' in o.metadata) delete (o.metadata as { managedFields?: unknown }).managedFields;
+  return o;
+}
+
 function objKey(o: KubeObject): string {
   const ns = o.metadata?.namespace;
   return ns ? `${ns}/${o.metadata?.name}` : String(o.metadata?.name);
@@ -201,6 +212,7 @@ export class Informer {
     this.opts.onList?.();
     const seen = new Set<string>();
     for (const o of list.items) {
+      stripForCache(o);
       // Lists return items without apiVersion/kind; restore them so reconcilers and Events get full objects.
       o.apiVersion ??= this.gvr.group ? `${this.gvr.group}/${this.gvr.version}` : this.gvr.version;
       o.kind ??= this.gvr.kind;
@@ -236,7 +248,7 @@ export class Informer {
     const k = objKey(o);
     const old = this.store.items.get(k);
     if (type === 'ADDED' || type === 'MODIFIED') {
-      this.store.items.set(k, o);
+      this.store.items.set(k, stripForCache(o));
       if (old) this.emit('update', o, old);
       else this.emit('add', o);
     } else if (type === 'DELETED') {

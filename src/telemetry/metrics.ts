@@ -22,6 +22,9 @@ export class Metrics {
   readonly queueWorkDuration: Histogram<'name'>;
   readonly apiRequests: Counter<'verb' | 'resource' | 'code'>;
   readonly leader: Gauge;
+  readonly cacheObjects: Gauge<'cache'>;
+  /** What cache_objects reports (the manager's cache sizes); set once the manager exists. */
+  cacheSizes: (() => Record<string, number>) | undefined;
   readonly informerLists: Counter<'kind'>;
   // Domain metrics the chart's PrometheusRule alerts on (charts/migration-controller/templates/monitoring.yaml).
   readonly imports: Counter<'namespace' | 'outcome' | 'reason'>;
@@ -58,6 +61,17 @@ export class Metrics {
     this.imports = new Counter({ name: metricName('imports_total'), help: 'VM imports that reached a final phase, by namespace, outcome (succeeded, failed) and reason.', labelNames: ['namespace', 'outcome', 'reason'], registers });
     this.vmStalled = new Gauge({ name: metricName('vm_stalled'), help: '1 while a VM transfer has made no progress for the stall timeout (series removed when it moves again or ends).', labelNames: ['namespace', 'task', 'vm'], registers });
     this.sourceReady = new Gauge({ name: metricName('source_ready'), help: '1 when the VMImportSource is Ready=True, else 0 (series removed when the source is deleted).', labelNames: ['namespace', 'source'], registers });
+    const sizes = (): Record<string, number> => this.cacheSizes?.() ?? {};
+    this.cacheObjects = new Gauge({
+      name: metricName('cache_objects'),
+      help: 'Objects held by each informer cache, by kind and label selector (read when scraped).',
+      labelNames: ['cache'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [cache, n] of Object.entries(sizes())) this.set({ cache }, n);
+      },
+    });
     if (o.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
   }
 }

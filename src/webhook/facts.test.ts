@@ -46,3 +46,29 @@ test('inventory answers are reduced to the fields used, whatever their shape', (
   assert.deepEqual(normaliseHosts([{ id: 'host-1', name: '10.0.0.1' }, { id: 2 }, null]), [{ id: 'host-1', name: '10.0.0.1' }]);
   assert.deepEqual(normaliseHosts({}), []);
 });
+
+test('the cache holds at most its size cap: the oldest entry is evicted first', async () => {
+  const c = new TTLCache({ maxEntries: 3 });
+  for (const k of ['a', 'b', 'c', 'd']) await c.get(k, 60_000, async () => k);
+  assert.equal(c.size, 3);
+  let loads = 0;
+  const load = async () => `again-${++loads}`;
+  assert.deepEqual(await c.get('a', 60_000, load), { value: 'again-1', cached: false }, 'the oldest was evicted');
+  assert.deepEqual(await c.get('d', 60_000, load), { value: 'd', cached: true });
+  assert.equal(c.size, 3);
+});
+
+test('no entry outlives the cache\'s maximum age, even one that is never asked for again', async () => {
+  let now = 0;
+  const c = new TTLCache({ now: () => now, maxAgeMs: 1_000 });
+  await c.get('asked-once', 100, async () => 1);
+  now = 500;
+  await c.get('newer', 100, async () => 2);
+  now = 1_200;
+  // Any lookup sweeps what is past the maximum age.
+  await c.get('other', 100, async () => 3);
+  assert.equal(c.size, 2, 'the entry past its maximum age is gone');
+  // A caller that accepts stale answers still gets no value older than the maximum age.
+  assert.deepEqual(await c.get('asked-once', 100, async () => 4, { staleMs: 10_000 }), { value: 4, cached: false });
+  assert.deepEqual(await c.get('newer', 100, async () => 5, { staleMs: 10_000 }), { value: 2, cached: true });
+});

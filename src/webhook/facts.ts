@@ -20,46 +20,83 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-/** A TTL cache with in-flight de-duplication: a burst of reviews costs one read. */
+/** Entries a TTLCache keeps at most (a flood of distinct namespaces or VM ids cannot grow memory without limit). */
+export const TTL_CACHE_MAX_ENTRIES = 10_000;
+/**
+ * No entry outlives this, however it is asked for: the longest any caller accepts is the inventory's TTL
+ * (30 s) served up to six TTLs stale, 3 min. Older entries are evicted, so a namespace or VM asked about
+ * once does not hold memory for the life of the process.
+ */
+export const TTL_CACHE_MAX_AGE_MS = 3 * 60_000;
+
+/**
+ * A TTL cache with in-flight de-duplication: a burst of reviews costs one read. Bounded both ways: at most
+ * `maxEntries` entries (the oldest evicted first) and none older than `maxAgeMs` (evicted as newer ones
+ * arrive and on lookup). A fresh lookup joins a load in flight for its key, else starts one.
+ */
 export class TTLCache {
-  private readonly entries = new Map<string, { at: number; value: unknown }>();
-  private readonly inflight = new Map<string, Promise<unknown>>();
+  // Map order is age order: an entry is re-inserted when it is replaced.
+  private readonly entries = new Map<string, { at: number; seq: number; value: unknown }>();
+  private readonly inflight = new Map<string, { seq: number; p: Promise<unknown> }>();
   private readonly now: () => number;
-  /** Bounded so a flood of distinct namespaces or VM ids cannot grow memory without limit. */
   private readonly maxEntries: number;
-  constructor(o: { now?: () => number; maxEntries?: number } = {}) {
+  private readonly maxAgeMs: number;
+  private seq = 0;
+  constructor(o: { now?: () => number; maxEntries?: number; maxAgeMs?: number } = {}) {
     this.now = o.now ?? Date.now;
-    this.maxEntries = o.maxEntries ?? 10_000;
+    this.maxEntries = o.maxEntries ?? TTL_CACHE_MAX_ENTRIES;
+    this.maxAgeMs = o.maxAgeMs ?? TTL_CACHE_MAX_AGE_MS;
   }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
   /**
    * Fresh within `ttlMs`; between `ttlMs` and `staleMs` the cached value is returned at once and refreshed
    * in the background (a slow API server then delays one refresh, not every review behind it).
    */
   async get<T>(key: string, ttlMs: number, load: () => Promise<T>, o: { fresh?: boolean; cacheIf?: (v: T) => boolean; staleMs?: number } = {}): Promise<{ value: T; cached: boolean }> {
+    this.evictExpired();
     const e = this.entries.get(key);
+    if (o.fresh) return { value: await this.load(key, load, o.cacheIf), cached: false };
     const age = e ? this.now() - e.at : Infinity;
-    if (!o.fresh && e && age < ttlMs) return { value: e.value as T, cached: true };
-    if (!o.fresh && e && age < (o.staleMs ?? 0)) {
+    if (e && age < ttlMs) return { value: e.value as T, cached: true };
+    if (e && age < (o.staleMs ?? 0)) {
       this.load(key, load, o.cacheIf).catch(() => undefined);
       return { value: e.value as T, cached: true };
     }
     return { value: await this.load(key, load, o.cacheIf), cached: false };
   }
 
-  private load<T>(key: string, load: () => Promise<T>, cacheIf?: (v: T) => boolean): Promise<T> {
-    let p = this.inflight.get(key) as Promise<T> | undefined;
-    if (!p) {
-      p = load().then((value) => {
-        if (!cacheIf || cacheIf(value)) {
-          if (this.entries.size >= this.maxEntries && !this.entries.has(key)) this.entries.delete(this.entries.keys().next().value as string);
-          this.entries.set(key, { at: this.now(), value });
-        }
-        return value;
-      });
-      const tracked = p.finally(() => this.inflight.delete(key));
-      this.inflight.set(key, tracked);
-      tracked.catch(() => undefined);
+  private evictExpired(): void {
+    const oldest = this.now() - this.maxAgeMs;
+    for (const [k, e] of this.entries) {
+      if (e.at > oldest) break;
+      this.entries.delete(k);
     }
+  }
+
+  /** Joins the load in flight for `key`, else starts one. */
+  private load<T>(key: string, load: () => Promise<T>, cacheIf?: (v: T) => boolean): Promise<T> {
+    const running = this.inflight.get(key);
+    if (running) return running.p as Promise<T>;
+    const seq = ++this.seq;
+    const p = load().then((value) => {
+      const cur = this.entries.get(key);
+      // A slower, older load never replaces what a newer one cached.
+      if ((!cacheIf || cacheIf(value)) && !(cur && cur.seq > seq)) {
+        this.entries.delete(key);
+        if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+        this.entries.set(key, { at: this.now(), seq, value });
+      }
+      return value;
+    });
+    const entry = { seq, p: p as Promise<unknown> };
+    this.inflight.set(key, entry);
+    p.finally(() => {
+      if (this.inflight.get(key) === entry) this.inflight.delete(key);
+    }).catch(() => undefined);
     return p;
   }
 }

@@ -1,0 +1,86 @@
+// The open-loop client of bench/webhook.ts, in its own worker thread: the webhook under test keeps the
+// main thread's event loop to itself, so a busy client (TLS and JSON for 1,000 req/s) is not measured as
+// webhook latency. Requests leave on schedule whether or not earlier ones have returned; latency counts
+// from the scheduled send time. One keep-alive agent per webhook port, kept across runs.
+import https from 'node:https';
+import { parentPort } from 'node:worker_threads';
+
+export interface LoadRun {
+  type: 'run';
+  port: number;
+  caPEM: string;
+  rate: number;
+  seconds: number;
+  /** The reviews to send, cycled in order (built once by the main thread). */
+  bodies: Array<{ path: string; text: string }>;
+}
+
+export interface LoadResult {
+  latenciesMs: number[];
+  errors: number;
+  errorReasons: Record<string, number>;
+  elapsedSeconds: number;
+}
+
+const agents = new Map<number, https.Agent>();
+
+function send(agent: https.Agent, port: number, path: string, text: string, fail: (r: string) => false): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = https.request(
+      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }, timeout: 10_000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          try {
+            const r = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { response?: { uid?: string } };
+            resolve(res.statusCode === 200 && typeof r.response?.uid === 'string' ? true : fail(`HTTP ${res.statusCode}`));
+          } catch {
+            resolve(fail('answer is not JSON'));
+          }
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', (e) => resolve(fail(e.message)));
+    req.end(text);
+  });
+}
+
+async function run(m: LoadRun): Promise<LoadResult> {
+  let agent = agents.get(m.port);
+  if (!agent) agents.set(m.port, (agent = new https.Agent({ keepAlive: true, maxSockets: 256, ca: m.caPEM })));
+  const errorReasons: Record<string, number> = {};
+  const fail = (reason: string): false => {
+    errorReasons[reason] = (errorReasons[reason] ?? 0) + 1;
+    return false;
+  };
+  const total = Math.round(m.rate * m.seconds);
+  const lat: number[] = [];
+  let errors = 0;
+  const inflight: Promise<void>[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / m.rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const b = m.bodies[i % m.bodies.length]!;
+    inflight.push(
+      send(agent, m.port, b.path, b.text, fail).then((ok) => {
+        if (ok) lat.push(performance.now() - due);
+        else errors++;
+      }),
+    );
+  }
+  await Promise.all(inflight);
+  return { latenciesMs: lat, errors, errorReasons, elapsedSeconds: (performance.now() - t0) / 1000 };
+}
+
+parentPort?.on('message', (m: LoadRun | { type: 'stop' }) => {
+  if (m.type === 'stop') {
+    for (const a of agents.values()) a.destroy();
+    parentPort?.close();
+    return;
+  }
+  void run(m).then((r) => parentPort?.postMessage(r));
+});
