@@ -15,6 +15,7 @@
 //   npm run chaos -- --vms 8 --quick    # smaller (writes chaos.quick.json)
 // Flags: --vms <n>, --mb-per-second <n> (simulated transfer speed), --seed <n> (fault schedule).
 import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { DEFAULT_CONTROLLER_NAMESPACE } from '../src/config.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
 import type { KubeObject } from '../src/runtime/kube.ts';
@@ -23,7 +24,7 @@ import { writeKubeconfig } from '../test/e2e/env/index.ts';
 import { createStorageClass, startSim, type Sim } from '../test/sim/index.ts';
 import { DEFAULT_RATES, NO_FAULTS, startFaultProxy, type FaultProxy } from '../test/e2e/chaos/faultproxy.ts';
 import { VolumeLedger, createConnectedSource, createTask, ensureNamespace, importWorld, mixedVMs, verifyImport, waitTasksEnded, type ImportReport, type TaskRef } from '../test/e2e/chaos/fixtures.ts';
-import { log, parseFlags, round, spawnController, startEnv, writeResult, type BenchEnv, type ControllerProc } from './lib.ts';
+import { log, parseFlags, round, spawnController, startEnv, until, writeResult, type BenchEnv, type ControllerProc } from './lib.ts';
 
 const flags = parseFlags(process.argv.slice(2));
 const quick = flags.has('quick');
@@ -36,6 +37,12 @@ const LEASE = { namespace: DEFAULT_CONTROLLER_NAMESPACE, name: 'migration-contro
 const VMS_PER_TASK = 5;
 /** The faulty import must end within this; a stuck task fails the run instead of hanging it. */
 const IMPORT_DEADLINE_MS = 30 * 60_000;
+/**
+ * How long a leader kill waits for a replica to lead. A new leader needs a full lease duration (15 s) after
+ * the last renewal it saw, plus its start-up, plus any API server downtime; 60 s covers that with room on a
+ * loaded machine, and a kill that still finds no leader is recorded as skipped rather than claimed.
+ */
+const LEADER_WAIT_MS = 60_000;
 
 // A small deterministic generator (mulberry32): the same seed gives the same fault schedule and proxy draws.
 function rng(seed: number): () => number {
@@ -75,6 +82,8 @@ interface Fault {
   endedAt: number;
   /** ms from the fault's end to the controller's next task status write. */
   recoverMs?: number;
+  /** Not injected (no replica led within the deadline): listed apart, never counted as injected. */
+  skipped?: boolean;
   detail?: string;
 }
 
@@ -127,14 +136,31 @@ class Replicas {
     return this.procs.find((p) => !p.exited && h.includes(`_${p.pid}_`));
   }
 
-  /** SIGKILLs the current leader and starts a replacement at once; returns the killed pid. */
-  async killLeader(): Promise<number | undefined> {
-    const leader = await this.holder().catch(() => undefined);
+  /**
+   * SIGKILLs the current leader and starts a replacement at once; returns the killed pid, or undefined when
+   * no replica came to lead within `deadlineMs` (the fault is then recorded as skipped, never as injected).
+   * Waiting is needed: right after an API server restart or a kill, nobody leads until a replica has seen
+   * the old record unchanged for a full lease duration (15 s) — or longer, while the API server is down.
+   */
+  async killLeader(deadlineMs: number): Promise<number | undefined> {
+    const leader = await until('a replica holding the lease', () => this.holder().catch(() => undefined), deadlineMs, 200).catch(() => undefined);
     if (!leader) return undefined;
-    const i = this.procs.indexOf(leader);
-    // Replaced before the kill, so the supervisor does not count it as exiting on its own.
-    const next = await this.spawn().catch(() => undefined);
+    // Replaced before the kill, so the supervisor does not count it as exiting on its own. The replacement
+    // reads the API server to start: retried while it is unreachable, within the same deadline.
+    const next = await until('a replacement replica started', () => this.spawn().catch(() => undefined), deadlineMs, 500).catch(() => undefined);
     if (!next) return undefined;
+    const i = this.procs.indexOf(leader);
+    if (i < 0) {
+      // The leader exited and the supervisor has already replaced it: nothing to kill, no replica to add.
+      await next.stop();
+      return undefined;
+    }
+    if (leader.exited) {
+      // The leader fenced itself and exited meanwhile: the replacement takes its place, nothing is killed.
+      this.procs[i] = next;
+      this.selfExits++;
+      return undefined;
+    }
     this.procs[i] = next;
     await leader.kill('SIGKILL');
     return leader.pid;
@@ -213,6 +239,8 @@ interface PhaseResult {
   tasks: number;
   faults: Fault[];
   proxyCounts: Record<string, number>;
+  /** What the proxy saw of the API server (requests it could not forward, responses broken off). */
+  proxyObserved: Record<string, number>;
   selfExits: number;
   planFlapsSeen: number;
 }
@@ -222,6 +250,7 @@ async function runPhase(env: BenchEnv, proxy: FaultProxy, kubeconfig: string, na
   const faults: Fault[] = [];
   proxy.setRates(NO_FAULTS);
   const countsBefore = { ...proxy.counts };
+  const observedBefore = { ...proxy.observed };
   const req0 = proxy.requests;
   const t0 = Date.now();
   const replicas = new Replicas(env, kubeconfig);
@@ -261,9 +290,9 @@ async function runPhase(env: BenchEnv, proxy: FaultProxy, kubeconfig: string, na
         } else if (kind === 'etcdCompaction') {
           f.detail = `at revision ${await compactEtcd(env.cp.info.etcdURL!)}`;
         } else if (kind === 'leaderKill') {
-          const pid = await replicas.killLeader();
-          f.detail = pid ? `pid ${pid}` : 'no leader at that moment';
-          if (!pid) continue;
+          const pid = await replicas.killLeader(LEADER_WAIT_MS);
+          f.detail = pid ? `pid ${pid}` : `no replica led within ${LEADER_WAIT_MS / 1000} s`;
+          if (!pid) f.skipped = true;
         } else {
           // Forklift re-tests the Provider (vCenter down for 3 s): the Plan shows SourceProviderNotReady
           // (Critical, its run held) and then Ready again.
@@ -286,7 +315,7 @@ async function runPhase(env: BenchEnv, proxy: FaultProxy, kubeconfig: string, na
         }
         f.endedAt = Date.now();
         faults.push(f);
-        log(`${name}: injected ${kind} (${f.detail ?? ''}) in ${f.endedAt - f.at} ms`);
+        log(`${name}: ${f.skipped ? 'skipped' : 'injected'} ${kind} (${f.detail ?? ''}) in ${f.endedAt - f.at} ms`);
       }
     };
     const [ended] = await Promise.all([
@@ -300,13 +329,15 @@ async function runPhase(env: BenchEnv, proxy: FaultProxy, kubeconfig: string, na
     proxy.setRates(NO_FAULTS);
     await progress.stop();
     for (const f of faults) {
+      if (f.skipped) continue;
       const next = progress.nextAfter(f.endedAt);
       if (next !== undefined) f.recoverMs = next - f.endedAt;
     }
     await ledger.stop();
     const report = await verifyImport(env.admin, world, tasks, ledger);
+    const proxyObserved = Object.fromEntries(Object.entries(proxy.observed).map(([k, v]) => [k, v - (observedBefore[k] ?? 0)]).filter(([, v]) => (v as number) > 0));
     const proxyCounts = Object.fromEntries(Object.entries(proxy.counts).map(([k, v]) => [k, v - (countsBefore[k] ?? 0)]).filter(([, v]) => (v as number) > 0));
-    return { startedAt: t0, requests, seconds, report, tasks: tasks.length, tasksSucceeded: ended.filter((t) => t.status?.phase === 'Succeeded').length, faults, proxyCounts, selfExits: replicas.selfExits, planFlapsSeen };
+    return { startedAt: t0, requests, seconds, report, tasks: tasks.length, tasksSucceeded: ended.filter((t) => t.status?.phase === 'Succeeded').length, faults, proxyCounts, proxyObserved, selfExits: replicas.selfExits, planFlapsSeen };
   } finally {
     done = true;
     proxy.setRates(NO_FAULTS);
@@ -320,6 +351,8 @@ function table(rows: Array<[string, string | number]>): string {
   return rows.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`).join('\n');
 }
 
+// The machine's load beside the figures (1, 5, 15 min averages): a shared machine makes them noisy.
+const loadAtStart = loadavg().map((x) => round(x, 1));
 const env = await startEnv({ sim: false, pvSyncPeriod: '1s', auditLog: false });
 let proxy: FaultProxy | undefined;
 let sim: Sim | undefined;
@@ -338,11 +371,14 @@ try {
   log(`chaos: ${chaos.requests} requests in ${chaos.seconds} s; ${chaos.report.problems.length} problems`);
 
   const injected: Record<string, number> = { ...chaos.proxyCounts };
-  for (const f of chaos.faults) injected[f.kind] = (injected[f.kind] ?? 0) + 1;
-  const ttr = chaos.faults.filter((f) => f.recoverMs !== undefined).map((f) => f.recoverMs!);
+  const done = chaos.faults.filter((f) => !f.skipped);
+  const skipped: Record<string, number> = {};
+  for (const f of done) injected[f.kind] = (injected[f.kind] ?? 0) + 1;
+  for (const f of chaos.faults.filter((x) => x.skipped)) skipped[f.kind] = (skipped[f.kind] ?? 0) + 1;
+  const ttr = done.filter((f) => f.recoverMs !== undefined).map((f) => f.recoverMs!);
   const ttrByKind = Object.fromEntries(
-    [...new Set(chaos.faults.map((f) => f.kind))].map((k) => {
-      const xs = chaos.faults.filter((f) => f.kind === k && f.recoverMs !== undefined).map((f) => f.recoverMs!);
+    [...new Set(done.map((f) => f.kind))].map((k) => {
+      const xs = done.filter((f) => f.kind === k && f.recoverMs !== undefined).map((f) => f.recoverMs!);
       return [k, { n: xs.length, p50: percentile(xs, 50), p90: percentile(xs, 90), max: percentile(xs, 100) }];
     }),
   );
@@ -360,6 +396,10 @@ try {
   console.log(`\nchaos run: ${VMS} VMs (${chaos.report.disks} disks) by 2 replicas with leader election, seed ${SEED}\n`);
   console.log('faults injected');
   console.log(table(Object.entries(injected).sort((a, b) => a[0].localeCompare(b[0]))));
+  if (Object.keys(skipped).length) {
+    console.log('faults skipped (not injected: no replica led within the wait)');
+    console.log(table(Object.entries(skipped).sort((a, b) => a[0].localeCompare(b[0]))));
+  }
   console.log('\noutcome                        fault-free   chaos');
   console.log(table([
     ['imports completed (tasks)', `${calm.tasksSucceeded}/${calm.tasks}          ${chaos.tasksSucceeded}/${chaos.tasks}`],
@@ -383,11 +423,14 @@ try {
   const path = writeResult('chaos', { quick, vms: VMS, disks: chaos.report.disks, vmsPerTask: VMS_PER_TASK, replicas: 2, mbPerSecond: MB_PER_SECOND, seed: SEED, rates: DEFAULT_RATES }, {
     faultsInjected: injected,
     planFlapsSeenOnPlans: chaos.planFlapsSeen,
-    faults: chaos.faults.map((f) => ({ kind: f.kind, atSecond: round((f.at - chaos.startedAt) / 1000, 1), durationMs: f.endedAt - f.at, recoverMs: f.recoverMs ?? null, detail: f.detail })),
+    faultsSkipped: skipped,
+    seenByTheProxy: chaos.proxyObserved,
+    faults: chaos.faults.map((f) => ({ kind: f.kind, ...(f.skipped ? { skipped: true } : {}), atSecond: round((f.at - chaos.startedAt) / 1000, 1), durationMs: f.endedAt - f.at, recoverMs: f.recoverMs ?? null, detail: f.detail })),
     timeToRecoverMs: { p50: percentile(ttr, 50), p90: percentile(ttr, 90), max: percentile(ttr, 100), byKind: ttrByKind },
     faultFree: { ...calm.report, tasks: calm.tasks, tasksSucceeded: calm.tasksSucceeded, requests: calm.requests, seconds: calm.seconds, selfExits: calm.selfExits },
     chaos: { ...chaos.report, tasks: chaos.tasks, tasksSucceeded: chaos.tasksSucceeded, requests: chaos.requests, seconds: chaos.seconds, selfExits: chaos.selfExits },
     requestRatio: ratio,
+    loadAverage: { atStart: loadAtStart, atEnd: loadavg().map((x) => round(x, 1)) },
     checks,
   });
   console.log(`\nwritten ${path}`);

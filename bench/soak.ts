@@ -9,6 +9,7 @@
 //   node bench/soak.ts                       # 5,000 tasks in rounds of 100
 //   node bench/soak.ts --tasks 1000 --wave 50
 //   npm run bench -- --only soak --quick      # 20 tasks (writes soak.quick.json)
+import { loadavg } from 'node:os';
 import { createStorageClass, startSim, vcenter } from '../test/sim/index.ts';
 import { DEFAULT_CONTROLLER_NAMESPACE, parseConfig } from '../src/config.ts';
 import { runController } from '../src/app.ts';
@@ -33,6 +34,8 @@ const world = vcenter({
   vms: Array.from({ length: WAVE }, (_, i) => ({ id: `vm-${i + 1}`, name: `soak${i + 1}`, disks: [{ capacityGiB: 1 }] })),
 });
 
+// The machine's load beside the figures (1, 5, 15 min averages): a shared machine makes them noisy.
+const loadAtStart = loadavg().map((x) => round(x, 1));
 const env = await startEnv({ sim: false, pvSyncPeriod: flags.get('pv-sync-period') ?? '1s', auditLog: false });
 await createStorageClass(env.cp.info.admin.kubeconfigPath, { name: CLASS, reclaimPolicy: 'Delete' });
 const sim = await startSim({ kubeconfigPath: env.cp.info.admin.kubeconfigPath, worlds: [world] });
@@ -94,6 +97,7 @@ try {
     grown,
     series,
     minutes: round((Date.now() - t0) / 60_000, 1),
+    loadAverage: { atStart: loadAtStart, atEnd: loadavg().map((x) => round(x, 1)) },
   });
   console.log(`\nwritten ${path}`);
   if (Object.keys(grown).length) exitCode = 1;

@@ -792,7 +792,14 @@ export class Forklift {
       for (const d of vm.disks) {
         const ds = world.fixture.datastores.find((x) => x.id === d.datastore)!;
         const dest = smEntries.find((e) => e.source?.id === ds.id || (!e.source?.id && e.source?.name === ds.name))?.destination ?? {};
-        const dv = await retryRefusedBeforeWrite(ctx, signal, () => ctx.rest.create(R.DataVolume, {
+        // EnsureDataVolumes (kubev2v/forklift@v2.11.5:pkg/controller/plan/kubevirt.go): the VM's DataVolumes are
+        // listed by its labels first and one is created only for a disk that has none (isDataVolumeExistsInList,
+        // by the disk's backing file on vSphere) — so a step redone after an API server outage, or a Migration
+        // whose run is picked up again, never leaves a second DataVolume for a disk.
+        const existing = (await ctx.rest.list(R.DataVolume, tns)).items.find(
+          (o) => !o.metadata.deletionTimestamp && o.metadata.labels?.migration === labels.migration && o.metadata.labels?.vmID === vm.id && o.metadata.annotations?.['forklift.konveyor.io/disk-source'] === d.file,
+        );
+        const dv = existing ?? await retryRefusedBeforeWrite(ctx, signal, () => ctx.rest.create(R.DataVolume, {
           metadata: {
             generateName: `${plan.metadata.name}-${vm.id}-`,
             namespace: tns,

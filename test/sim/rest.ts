@@ -108,7 +108,36 @@ export class Rest {
     this.ready = this.kc.applyToHTTPSOptions(this.base).then(() => undefined);
   }
 
+  /**
+   * While kube-apiserver is down (a restart), a request is tried again rather than failed: the Forklift, CDI
+   * and KubeVirt controllers played here run on controller-runtime, whose reconcile fails on such an error, is
+   * requeued with backoff and redoes its step once the server answers (kubev2v/forklift@v2.11.5:
+   * pkg/controller/plan/controller.go Reconcile returns the error; its steps are Ensure* and re-read what
+   * exists, e.g. EnsureDataVolumes in pkg/controller/plan/kubevirt.go). Retried: a connection refused or a
+   * server still starting (nothing was done, so any verb), and a GET whose connection broke. A write whose
+   * connection broke is not retried here (it may have been applied); callers that create by generateName look
+   * before creating again.
+   */
   private async send(method: string, p: string, body: unknown, contentType: string, signal?: AbortSignal, onLine?: (line: string) => void): Promise<unknown> {
+    if (onLine) return await this.sendOnce(method, p, body, contentType, signal, onLine);
+    // An API server restart here takes up to ~30 s on a loaded machine; 90 s bounds a server that is gone.
+    const deadline = Date.now() + 90_000;
+    for (let delay = 200; ; delay = Math.min(delay * 2, 2_000)) {
+      try {
+        return await this.sendOnce(method, p, body, contentType, signal);
+      } catch (e) {
+        // Refused before anything was done: no connection, or a server still starting (kube-apiserver answers
+        // "server is starting" until its post-start hooks have run).
+        const refused = e instanceof HttpError && ((e.code === 0 && /ECONNREFUSED/.test(e.message)) || /server is starting/.test(e.message));
+        const brokenRead = e instanceof HttpError && e.code === 0 && method === 'GET' && /ECONNRESET|socket hang up/.test(e.message);
+        if (!(refused || brokenRead) || signal?.aborted || Date.now() + delay > deadline) throw e;
+        // Unref'd: a simulator being torn down with its API server never waits this out.
+        await new Promise((r) => setTimeout(r, delay).unref());
+      }
+    }
+  }
+
+  private async sendOnce(method: string, p: string, body: unknown, contentType: string, signal?: AbortSignal, onLine?: (line: string) => void): Promise<unknown> {
     await this.ready;
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = { ...((this.base.headers as Record<string, string>) ?? {}), Accept: 'application/json', 'User-Agent': 'cozystack-sim' };

@@ -38,6 +38,11 @@ export interface FaultProxy {
   /** CA of the proxy's serving certificate (the client's kubeconfig trusts it). */
   caPEM: string;
   counts: Record<string, number>;
+  /**
+   * What the proxy saw of the API server, not injected by it: `upstreamError:<code>` (a request it could not
+   * forward: the server down) and `upstreamAborted` (a response the server broke off, passed on as such).
+   */
+  observed: Record<string, number>;
   /** Requests received (the client's requests, injected answers included). */
   requests: number;
   /** Changes the rates from now on (a fault-free phase and a faulty phase through the same proxy). */
@@ -59,14 +64,26 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
   const count = (k: string): void => {
     counts[k] = (counts[k] ?? 0) + 1;
   };
+  const observed: Record<string, number> = {};
+  const see = (k: string): void => {
+    observed[k] = (observed[k] ?? 0) + 1;
+  };
   const open = new Set<Duplex>();
   let requests = 0;
 
   const forward = (req: IncomingMessage, res: ServerResponse, o: { reset: boolean; cutMs: number; watch: boolean }): void => {
+    /** The stream is being ended from this side (a watch cut, the client gone), not by the API server. */
+    let endedHere = false;
+    res.once('close', () => (endedHere = true));
     const up = https.request(
       { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host }, agent },
       (ur) => {
         res.writeHead(ur.statusCode ?? 502, ur.headers);
+        // Headers go out at once, as kube-apiserver sends them (it flushes a watch's headers before its first
+        // event) and as a load balancer passes them on. Node holds them until the first body byte otherwise:
+        // a watch on a quiet kind then looks, to the client, like a connection that never answered, and a
+        // watch cut turns into "socket hang up" instead of the end of a stream.
+        res.flushHeaders();
         if (o.reset) {
           // Headers and the first bytes go out, then the connection dies under the client.
           ur.once('data', (chunk: Buffer) => {
@@ -85,8 +102,18 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
           count('gone410');
         }
         ur.pipe(res);
+        // An upstream response that breaks off (kube-apiserver stopped or restarted under an open watch or a
+        // list) must break off downstream too, as a TCP or HTTP load balancer does: pipe() ends `res` only on
+        // the upstream's clean end, so without this the client's stream stays open, silent, forever.
+        ur.once('close', () => {
+          if (!ur.complete && !endedHere) {
+            see('upstreamAborted');
+            res.destroy();
+          }
+        });
         if (o.cutMs > 0) {
           const t = setTimeout(() => {
+            endedHere = true;
             count('watchCut');
             ur.destroy();
             res.socket?.destroy();
@@ -96,7 +123,11 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
         }
       },
     );
-    up.on('error', () => res.socket?.destroy());
+    up.on('error', (e: NodeJS.ErrnoException) => {
+      // The API server unreachable (restarting): the client's connection is closed, as a load balancer does.
+      see(`upstreamError:${e.code ?? 'other'}`);
+      res.socket?.destroy();
+    });
     res.on('close', () => up.destroy());
     req.pipe(up);
   };
@@ -143,6 +174,7 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
     url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
     caPEM: ca.certPEM,
     counts,
+    observed,
     get requests() {
       return requests;
     },
