@@ -262,6 +262,10 @@ export interface EnvOptions {
   auditLog?: boolean;
   /** Simulator timings beyond its defaults (the scale benchmark slows its progress tick). */
   simTimings?: Partial<SimTimings>;
+  /** Simulated disk speed in MiB/s (the simulator's default otherwise). */
+  mbPerSecond?: number;
+  /** Changed block tracking on every VM (what a warm import needs; vSphere's default is off). */
+  changeTracking?: boolean;
 }
 
 export interface BenchEnv {
@@ -311,14 +315,14 @@ export async function startEnv(o: EnvOptions = {}): Promise<BenchEnv> {
     url: VC_URL,
     hosts: [{ id: 'host-1', address: '192.0.2.10' }],
     vms: [
-      ...Array.from({ length: n1 }, (_, i) => ({ id: vmId(1, i), name: `one-${i}`, disks: GiB1 })),
-      ...Array.from({ length: n4 }, (_, i) => ({ id: vmId(4, i), name: `four-${i}`, disks: [...GiB1, ...GiB1, ...GiB1, ...GiB1] })),
+      ...Array.from({ length: n1 }, (_, i) => ({ id: vmId(1, i), name: `one-${i}`, disks: GiB1, changeTrackingEnabled: o.changeTracking })),
+      ...Array.from({ length: n4 }, (_, i) => ({ id: vmId(4, i), name: `four-${i}`, disks: [...GiB1, ...GiB1, ...GiB1, ...GiB1], changeTrackingEnabled: o.changeTracking })),
     ],
   });
   let sim: Sim | undefined;
   if (o.sim !== false) {
     await createStorageClass(cp.info.admin.kubeconfigPath, { name: STORAGE_CLASS, reclaimPolicy: 'Delete' });
-    sim = await startSim({ kubeconfigPath: cp.info.admin.kubeconfigPath, worlds: [world], ...(o.simTimings ? { timings: o.simTimings } : {}) });
+    sim = await startSim({ kubeconfigPath: cp.info.admin.kubeconfigPath, worlds: [world], ...(o.simTimings ? { timings: o.simTimings } : {}), ...(o.mbPerSecond ? { mbPerSecond: o.mbPerSecond } : {}) });
   }
   const next = { 1: 0, 4: 0 };
   const env: BenchEnv = {

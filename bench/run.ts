@@ -36,6 +36,8 @@ const all: Bench[] = [
   { name: 'scale', file: 'bench/scale.ts', flags: [...common, ...pass('sizes', 'namespaces', 'timeout-minutes')] },
   // Bounded memory: --tasks (default 5000) one-VM imports created and deleted in rounds of --wave (100).
   { name: 'soak', file: 'bench/soak.ts', flags: [...common, ...pass('tasks', 'wave')] },
+  // Downtime of the same VM imported cold and warm at the same simulated disk speed, side by side.
+  { name: 'downtime', file: 'bench/downtime.ts', flags: [...common, ...pass('repeats')] },
   // Pure CPU, no control plane: the informer store's lists, side by side with main's (or --baseline's).
   { name: 'cache-index', file: 'bench/cache-index.ts', flags: [...(quick ? ['--quick', '--sizes', '50,200', '--rounds', '1'] : []), ...pass('baseline')] },
 ];

@@ -58,6 +58,8 @@ export const TaskReason = {
   Converting: 'Converting',
   /** A warm import copies while the source runs. */
   Precopying: 'Precopying',
+  /** A warm import's precopy failed and Forklift retries it (CDI restarts its importer); still Precopying. */
+  PrecopyRetrying: 'PrecopyRetrying',
   /** A warm import's cutover: the source is off, the final changes are copied. */
   CuttingOver: 'CuttingOver',
   Stalled: 'Stalled',
@@ -87,6 +89,8 @@ export const TaskReason = {
   PlanNotValid: 'PlanNotValid',
   HostUnreachable: 'HostUnreachable',
   TransferFailed: 'TransferFailed',
+  /** A warm import's precopy failed more often than Forklift retries it (its IMPORTER_RETRY). */
+  PrecopyFailed: 'PrecopyFailed',
   VDDKNotConfigured: 'VDDKNotConfigured',
   /** Warm: vCenter refused to create or remove a precopy snapshot (often the account lacks the snapshot privileges). */
   SnapshotFailed: 'SnapshotFailed',

@@ -44,6 +44,8 @@ export interface VMMigration {
   pipeline: PipelineStep[];
   /** Reasons of the VM's error and of any failed step/task, in order, de-duplicated. */
   errors: string[];
+  /** The itinerary phase the VM's error was raised in (plan/vm.go AddError: `Error{Phase: r.Phase}`). */
+  errorPhase?: string;
   succeeded: boolean;
   failed: boolean;
   canceled: boolean;
@@ -132,6 +134,7 @@ export function readVMMigration(obj: KubeObject | undefined, vmId: string): VMMi
     completed: vm.completed,
     pipeline,
     errors,
+    errorPhase: vm.error?.phase,
     succeeded: conds.includes('Succeeded'),
     failed: conds.includes('Failed'),
     canceled: conds.includes('Canceled'),

@@ -1,8 +1,8 @@
 // Warm imports, the controller's half, on the real API server: a warm task renders a warm Plan and gives
 // its Migration the tenant's cutover — set at creation, set later by `kubectl patch --type merge`, moved
 // earlier — which is what Forklift reads to leave its precopy loop (kubev2v/forklift@v2.11.5:
-// pkg/controller/plan/migration.go, CopyingPaused). The simulated run is held mid-copy (a transfer that
-// stops moving) so the cutover is changed while the VM precopies.
+// pkg/controller/plan/migration.go, CopyingPaused). The simulated warm run precopies until the Migration's
+// cutover comes, so the cutover is changed while the VM precopies.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { vcenter } from '../sim/index.ts';
@@ -18,8 +18,8 @@ const world = vcenter({
   url: URL_VC,
   hosts: [{ id: 'host-1', address: '192.0.2.41' }],
   vms: [
-    // Two disks; the copy stops at 40% and stays there, so the VM is still precopying when the cutover moves.
-    // CBT on (vSphere's default is off, which a warm import refuses up front).
+    // Two disks, CBT on (vSphere's default is off, which a warm import refuses up front). A warm run ignores
+    // the stall fault: it precopies until its cutover, hours away or absent here.
     { id: 'vm-1', name: 'warm01', changeTrackingEnabled: true, disks: [{ capacityGiB: 64 }, { capacityGiB: 32 }], faults: { stallTransferAtPercent: 40 } },
     { id: 'vm-2', name: 'warm02', changeTrackingEnabled: true, disks: [{ capacityGiB: 64 }, { capacityGiB: 32 }], faults: { stallTransferAtPercent: 40 } },
   ],

@@ -18,6 +18,11 @@ export interface SimTimings {
   stepMs: number;
   /** VMs of one Migration transferring at once (Forklift's controller_max_vm_inflight, 20); the rest are Pending. */
   maxVmInflight: number;
+  /**
+   * Warm: the time between precopies, Forklift's PRECOPY_INTERVAL (minutes, default 60:
+   * kubev2v/forklift@v2.11.5:pkg/settings/migration.go), fast-forwarded.
+   */
+  precopyIntervalMs: number;
 }
 
 export const DEFAULT_TIMINGS: SimTimings = {
@@ -28,6 +33,7 @@ export const DEFAULT_TIMINGS: SimTimings = {
   tickMs: 100,
   stepMs: 30,
   maxVmInflight: 20,
+  precopyIntervalMs: 1000,
 };
 
 export interface Informers {

@@ -5,7 +5,10 @@ import ipaddr from 'ipaddr.js';
 import { bundleVerifies, parsePEMBundle } from './certs.ts';
 import { type Cond, type Ctx, blocking, cond, emitEvent, later, sameStatus, secretData, sleep, stamp } from './context.ts';
 import { HttpError, Informer, type Obj, Queue, R, conflict, keyOf, notFound } from './rest.ts';
-import { type ConversionFailure, type DiskFixture, type VMFixture, type World, contentIdentity, sameUrl } from './world.ts';
+import { type ConversionFailure, type DiskFixture, type VMFixture, type World, NO_PERMISSION, contentIdentity, sameUrl } from './world.ts';
+
+/** Forklift's and CDI's MB: MiB. */
+const MiB = 2 ** 20;
 
 export const FORKLIFT_API = 'forklift.konveyor.io/v1beta1';
 /** Forklift's own error text when VDDK cannot open the disk on an unreachable/captured ESXi address. */
@@ -36,6 +39,26 @@ interface VMState {
   pipeline: StepState[];
   restorePowerState?: string;
   newName?: string;
+  /** A warm run's precopy record (kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/plan/vm.go, Warm). */
+  warm?: WarmState;
+}
+
+interface Precopy {
+  start?: string;
+  end?: string;
+  snapshot?: string;
+  createTaskId?: string;
+  removeTaskId?: string;
+  deltas?: Array<{ disk: string; deltaId: string }>;
+}
+
+interface WarmState {
+  successes: number;
+  failures: number;
+  /** Declared by v2.11.5's API and never written by its controller: it stays 0. */
+  consecutiveFailures: number;
+  nextPrecopyAt?: string;
+  precopies: Precopy[];
 }
 
 interface Run {
@@ -417,7 +440,11 @@ export class Forklift {
       const nmEntries = (nm.obj?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string }; destination?: { type?: string } }>;
       const smEntries = (sm.obj?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string } }>;
       const matches = (e: { source?: { id?: string; name?: string } }, x: { id: string; name: string }): boolean => e.source?.id === x.id || (!e.source?.id && e.source?.name === x.name);
-      for (const r of refs) {
+      // validateVM returns at once while the Plan is Executing (validation.go at v2.11.5): a running warm
+      // import's own snapshot must not read as a pre-existing one.
+      const active = this.runs.get(key);
+      const executing = !!active && !active.result && !active.frozen;
+      for (const r of executing ? [] : refs) {
         const vm = this.findVM(world, r);
         if (!vm) {
           notFound.push(refString({ id: r.id ?? '', name: r.name ?? '' }));
@@ -716,9 +743,15 @@ export class Forklift {
         // coldItinerary): with guest conversion on vSphere, virt-v2v copies the disks itself (VirtV2vDiskCopy:
         // AllocateDisks → DiskAllocation, CreateGuestConversionPod/ConvertGuest → ImageConversion,
         // CopyDisksVirtV2V → DiskTransferV2v); without it CDI copies them (CopyDisks → DiskTransfer).
-        pipeline: converts(plan)
-          ? [init, diskStep('DiskAllocation', 'Allocate disks.'), { name: 'ImageConversion', description: 'Convert image to kubevirt.', phase: 'Pending', progress: { total: 1, completed: 0 } }, diskStep('DiskTransferV2v', 'Copy disks.'), create]
-          : [init, diskStep(this.ctx.transferStepName, 'Transfer disks.'), create],
+        pipeline: isWarm(plan)
+          ? // The warm itinerary's steps (base/migrator.go Pipeline: CopyDisks → DiskTransfer, Finalize → Cutover
+            // "Finalize disk transfer.", whose Phase starts unset); a warm run records its precopies from the start
+            // (base/migrator.go: `status.Warm = &plan.Warm{}` for a warm Plan).
+            [init, diskStep('DiskTransfer', 'Transfer disks.'), { ...diskStep('Cutover', 'Finalize disk transfer.'), phase: 'Pending' }, create]
+          : converts(plan)
+            ? [init, diskStep('DiskAllocation', 'Allocate disks.'), { name: 'ImageConversion', description: 'Convert image to kubevirt.', phase: 'Pending', progress: { total: 1, completed: 0 } }, diskStep('DiskTransferV2v', 'Copy disks.'), create]
+            : [init, diskStep(this.ctx.transferStepName, 'Transfer disks.'), create],
+        ...(isWarm(plan) ? { warm: { successes: 0, failures: 0, consecutiveFailures: 0, precopies: [] } } : {}),
       });
     }
     this.markDirty(run);
@@ -731,7 +764,8 @@ export class Forklift {
       while (next < vms.length && !run.frozen) {
         const i = next++;
         run.vms[i]!.conditions = [];
-        await this.migrateVM(run, plan, src, world, vms[i]!, run.vms[i]!);
+        if (isWarm(plan)) await this.migrateVMWarm(run, plan, src, world, vms[i]!, run.vms[i]!);
+        else await this.migrateVM(run, plan, src, world, vms[i]!, run.vms[i]!);
       }
     };
     await Promise.all(Array.from({ length: Math.min(inflight, vms.length) }, () => worker()));
@@ -786,51 +820,9 @@ export class Forklift {
       init.phase = 'Completed';
       init.completed = now();
       await phase('CreateDataVolumes');
-      const smEntries = (ctx.inf.smap!.get(plan.spec.map.storage.namespace, plan.spec.map.storage.name)?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string }; destination?: { storageClass?: string; volumeMode?: string; accessMode?: string } }>;
+      dvs.push(...(await this.createDataVolumes(plan, src, world, vm, labels, convert, signal)));
       const vddk: string = src.spec?.settings?.vddkInitImage ?? '';
       const hostRef = world.host(vm.host)!;
-      for (const d of vm.disks) {
-        const ds = world.fixture.datastores.find((x) => x.id === d.datastore)!;
-        const dest = smEntries.find((e) => e.source?.id === ds.id || (!e.source?.id && e.source?.name === ds.name))?.destination ?? {};
-        // EnsureDataVolumes (kubev2v/forklift@v2.11.5:pkg/controller/plan/kubevirt.go): the VM's DataVolumes are
-        // listed by its labels first and one is created only for a disk that has none (isDataVolumeExistsInList,
-        // by the disk's backing file on vSphere) — so a step redone after an API server outage, or a Migration
-        // whose run is picked up again, never leaves a second DataVolume for a disk.
-        const existing = (await ctx.rest.list(R.DataVolume, tns)).items.find(
-          (o) => !o.metadata.deletionTimestamp && o.metadata.labels?.migration === labels.migration && o.metadata.labels?.vmID === vm.id && o.metadata.annotations?.['forklift.konveyor.io/disk-source'] === d.file,
-        );
-        const dv = existing ?? await retryRefusedBeforeWrite(ctx, signal, () => ctx.rest.create(R.DataVolume, {
-          metadata: {
-            generateName: `${plan.metadata.name}-${vm.id}-`,
-            namespace: tns,
-            labels,
-            annotations: { 'forklift.konveyor.io/disk-source': d.file, 'cdi.kubevirt.io/storage.bind.immediate.requested': 'true' },
-          },
-          spec: {
-            // With guest conversion virt-v2v does the copying into blank DataVolumes (vsphere/builder.go
-            // DataVolumes: `Let virt-v2v do the copying`); otherwise CDI copies over VDDK.
-            source: convert
-              ? { blank: {} }
-              : {
-                  vddk: {
-                    backingFile: d.file,
-                    url: src.spec.url,
-                    uuid: vm.uuid,
-                    thumbprint: world.fixture.thumbprint,
-                    secretRef: `${plan.metadata.name}-${vm.id}-vddk`,
-                    initImageURL: vddk,
-                  },
-                },
-            storage: {
-              ...(dest.storageClass ? { storageClassName: dest.storageClass } : {}),
-              ...(dest.volumeMode ? { volumeMode: dest.volumeMode } : {}),
-              accessModes: [dest.accessMode ?? 'ReadWriteOnce'],
-              resources: { requests: { storage: String(d.capacity) } },
-            },
-          },
-        }));
-        dvs.push(dv);
-      }
       let claims: Obj[];
       if (convert) {
         claims = await this.convertAndCopy(run, plan, world, vm, st, dvs, labels, signal, phase, (s) => (step = s));
@@ -923,6 +915,363 @@ export class Forklift {
     } finally {
       run.cancelVM.delete(vm.id);
     }
+  }
+
+  /**
+   * One VM along the warm itinerary (kubev2v/forklift@v2.11.5:pkg/controller/plan/migrator/base/migrator.go
+   * warmItinerary; each phase as pkg/controller/plan/migration.go executes it):
+   *   Started → CreateInitialSnapshot → WaitForInitialSnapshot → StoreInitialSnapshotDeltas → CreateDataVolumes
+   *   → [CopyDisks → CopyingPaused → RemovePreviousSnapshot → WaitForPreviousSnapshotRemoval → CreateSnapshot
+   *      → WaitForSnapshot → StoreSnapshotDeltas → AddCheckpoint → CopyDisks ...]   (the precopy loop)
+   *   → StorePowerState → PowerOffSource → WaitForPowerOff → RemovePenultimateSnapshot → WaitFor… →
+   *   CreateFinalSnapshot → WaitForFinalSnapshot → AddFinalCheckpoint → Finalize → RemoveFinalSnapshot →
+   *   WaitForFinalSnapshotRemoval → CreateVM → Completed.
+   * The source keeps running until PowerOffSource. The first CopyDisks moves each disk in full, every later
+   * one the blocks the guest changed since the previous snapshot, and Finalize the last of them. A VDDK copy
+   * only (a warm Plan with guest conversion, which converts in place after Finalize, is not played).
+   */
+  private async migrateVMWarm(run: Run, plan: Obj, src: Obj, world: World, vm: VMFixture, st: VMState): Promise<void> {
+    const ctx = this.ctx;
+    const vmAbort = new AbortController();
+    run.cancelVM.set(vm.id, vmAbort);
+    const signal = AbortSignal.any([run.abort.signal, vmAbort.signal]);
+    const tns: string = plan.spec.targetNamespace;
+    const labels: Record<string, string> = {
+      plan: plan.metadata.uid!,
+      migration: run.migration.metadata.uid!,
+      vmID: vm.id,
+      ...(ctx.forkliftVersion === '2.12' ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
+    };
+    const [init, xfer, cut, create] = st.pipeline as [StepState, StepState, StepState, StepState];
+    const warm = st.warm!;
+    const now = (): string => new Date().toISOString();
+    const phase = async (p: string): Promise<void> => {
+      await this.holdWhileBlocked(run, signal);
+      st.phase = p;
+      this.markDirty(run);
+      await sleep(ctx, ctx.timings.stepMs, signal);
+    };
+    const last = (): Precopy => warm.precopies[warm.precopies.length - 1]!;
+    // When the guest's writes since the last snapshot started counting (the snapshot the next copy reads from).
+    let changedSince = Date.now();
+    let delta: number[] = [];
+    const dvs: Obj[] = [];
+    let claims: Obj[] = [];
+    let step: StepState = init;
+    /** CreateSnapshot / CreateInitialSnapshot / CreateFinalSnapshot, then its WaitFor… phase. */
+    const snapshot = async (create: string, wait: string): Promise<void> => {
+      await phase(create);
+      // vCenter's refusal is the step's error (migration.go: `step.AddError(err.Error())`), which fails the VM.
+      const made = world.createSnapshot(vm.id);
+      warm.precopies.push({ start: now(), createTaskId: made.task });
+      // resetPrecopyTasks (migration.go): the transfer tasks start over, annotated with the precopy number.
+      for (const t of xfer.tasks ?? []) Object.assign(t, { phase: 'Pending', started: undefined, completed: undefined, progress: { ...t.progress, completed: 0 }, annotations: { ...t.annotations, Precopy: String(warm.precopies.length) } });
+      xfer.completed = undefined;
+      await phase(wait);
+      // CheckSnapshotReady (vsphere/client.go): the task's result is the snapshot's id.
+      last().snapshot = made.snapshot;
+    };
+    /** StoreSnapshotDeltas: the change ids of each disk at the snapshot (vsphere/client.go GetSnapshotDeltas). */
+    const deltas = async (p: string): Promise<void> => {
+      await phase(p);
+      last().deltas = vm.disks.map((d, i) => ({ disk: d.file, deltaId: `52 ${vm.uuid.slice(0, 8)} ${i}/${warm.precopies.length}` }));
+    };
+    /** RemovePreviousSnapshot / …Penultimate… / …Final…, with its wait: the last precopy's snapshot goes. */
+    const removeSnapshot = async (remove: string, wait: string): Promise<void> => {
+      await phase(remove);
+      const p = last();
+      if (p.snapshot) p.removeTaskId = world.removeSnapshot(vm.id, p.snapshot);
+      await phase(wait);
+    };
+    /** AddCheckpoint / AddFinalCheckpoint: vsphere/client.go SetCheckpoints appends {current, previous} to each DataVolume. */
+    const checkpoint = async (p: string, final: boolean): Promise<void> => {
+      await phase(p);
+      const n = warm.precopies.length;
+      const current = last().snapshot ?? '';
+      const previous = n >= 2 ? new Map((warm.precopies[n - 2]!.deltas ?? []).map((d) => [d.disk, d.deltaId])) : new Map<string, string>();
+      for (const [i, dv] of dvs.entries()) {
+        const fresh = ctx.inf.dv.get(tns, dv.metadata.name) ?? dv;
+        const cps = ((fresh.spec?.checkpoints ?? []) as Array<{ previous: string; current: string }>).filter((c) => c.current !== current);
+        const cp = { previous: previous.get(vm.disks[i]!.file) ?? '', current };
+        await ctx.rest.patch(R.DataVolume, tns, dv.metadata.name, { spec: { checkpoints: [...cps, cp], finalCheckpoint: final } });
+        // CDI's DataVolume controller carries the next checkpoint to the claim (datavolume/import-controller.go updateAnnotations).
+        await ctx.rest.patch(R.PVC, tns, dv.metadata.name, { metadata: { annotations: { [ANN_CURRENT_CHECKPOINT]: cp.current, [ANN_PREVIOUS_CHECKPOINT]: cp.previous, [ANN_FINAL_CHECKPOINT]: String(final) } } }).catch(() => undefined);
+      }
+    };
+    try {
+      st.started = now();
+      init.phase = 'Running';
+      init.started = now();
+      // Precopying from a running source: its power state is left alone until the cutover.
+      await snapshot('CreateInitialSnapshot', 'WaitForInitialSnapshot');
+      changedSince = Date.now();
+      await deltas('StoreInitialSnapshotDeltas');
+      await phase('CreateDataVolumes');
+      dvs.push(...(await this.createDataVolumes(plan, src, world, vm, labels, false, signal)));
+      init.phase = 'Completed';
+      init.completed = now();
+      step = xfer;
+      xfer.phase = 'Running';
+      xfer.started = now();
+      claims = await Promise.all(dvs.map((dv) => ctx.inf.pvc.waitUntil(() => {
+        const c = ctx.inf.pvc.get(tns, dv.metadata.name);
+        return c?.status?.phase === 'Bound' ? c : undefined;
+      }, signal)));
+      for (let full = true; ; full = false) {
+        // CopyDisks: the first precopy copies each disk whole, later ones what changed since the previous snapshot.
+        await phase('CopyDisks');
+        xfer.phase = 'Running';
+        const bytes = full ? vm.disks.map((d) => d.capacity) : delta;
+        await this.copyStage(run, world, vm, st, dvs, claims, xfer, bytes, last().snapshot ?? '', false, signal);
+        // migration.go, PhaseCopyDisks once the step completed: the precopy's end, the next one's time.
+        const end = new Date();
+        last().end = end.toISOString();
+        warm.nextPrecopyAt = new Date(end.getTime() + ctx.timings.precopyIntervalMs).toISOString();
+        warm.successes++;
+        xfer.phase = 'Completed';
+        xfer.completed = now();
+        await phase('CopyingPaused');
+        // CopyingPaused: the cutover once Migration.spec.cutover is not after now; else the next precopy once due.
+        let cutover = false;
+        for (;;) {
+          const at = this.cutoverOf(run);
+          if (at !== undefined && at <= Date.now()) {
+            cutover = true;
+            break;
+          }
+          if (Date.parse(warm.nextPrecopyAt) <= Date.now()) break;
+          await sleep(ctx, ctx.timings.tickMs, signal);
+        }
+        if (cutover) break;
+        await removeSnapshot('RemovePreviousSnapshot', 'WaitForPreviousSnapshotRemoval');
+        await snapshot('CreateSnapshot', 'WaitForSnapshot');
+        const taken = Date.now();
+        await deltas('StoreSnapshotDeltas');
+        await checkpoint('AddCheckpoint', false);
+        // The next copy reads the blocks changed between the previous snapshot and this one; the guest's
+        // later writes go to the next.
+        delta = vm.disks.map((d) => this.changedBytes(vm, d, changedSince, taken));
+        changedSince = taken;
+      }
+      // Cutover (CopyingPaused sets the phase directly: the DiskTransfer step stays as the last precopy left it).
+      step = cut;
+      await phase('StorePowerState');
+      st.restorePowerState = vm.powerState === 'poweredOn' ? 'On' : 'Off';
+      await phase('PowerOffSource');
+      vm.powerState = 'poweredOff';
+      const poweredOff = Date.now();
+      await phase('WaitForPowerOff');
+      await removeSnapshot('RemovePenultimateSnapshot', 'WaitForPenultimateSnapshotRemoval');
+      await snapshot('CreateFinalSnapshot', 'WaitForFinalSnapshot');
+      await checkpoint('AddFinalCheckpoint', true);
+      // Finalize (updateCopyProgress on the Cutover step): the guest's last writes, up to the power-off.
+      await phase('Finalize');
+      cut.phase = 'Running';
+      cut.started = now();
+      const final = vm.disks.map((d) => this.changedBytes(vm, d, changedSince, poweredOff));
+      await this.copyStage(run, world, vm, st, dvs, claims, cut, final, last().snapshot ?? '', true, signal);
+      await removeSnapshot('RemoveFinalSnapshot', 'WaitForFinalSnapshotRemoval');
+      cut.phase = 'Completed';
+      cut.completed = now();
+      step = create;
+      create.phase = 'Running';
+      create.started = now();
+      await phase('CreateVM');
+      const target = await this.createVM(run, plan, vm, st, tns, labels, claims);
+      // EnsureVM, then the CreateVM phase's DataVolume removal, as on the cold path (see migrateVM).
+      for (const c of claims) {
+        await ctx.rest.patch(R.PVC, tns, c.metadata.name, {
+          metadata: { ownerReferences: [{ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', name: target.metadata.name, uid: target.metadata.uid!, blockOwnerDeletion: true, controller: false }] },
+        });
+      }
+      for (const dv of dvs) await ctx.rest.del(R.DataVolume, tns, dv.metadata.name);
+      create.phase = 'Completed';
+      create.progress.completed = 1;
+      create.completed = now();
+      st.phase = 'Completed';
+      st.completed = now();
+      st.conditions = stamp([cond('Succeeded', 'Advisory', 'Completed', 'The VM migration has SUCCEEDED.')], undefined);
+      this.markDirty(run);
+    } catch (e) {
+      if (ctx.stopping || run.frozen) return;
+      const canceled = signal.aborted;
+      st.completed = now();
+      if (canceled) {
+        st.phase = 'Canceled';
+        st.conditions = stamp([cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
+      } else {
+        const msg = (e as Error).message;
+        if (!(e as { forklift?: boolean }).forklift && msg !== NO_PERMISSION) console.error(`[sim] migrate ${vm.id}: ${msg}`);
+        // step.AddError; ReflectPipeline copies it to the VM's error under the phase it happened in (plan/vm.go AddError).
+        step.error = { phase: step.phase, reasons: [msg] };
+        st.error = { phase: st.phase, reasons: [msg] };
+        st.phase = 'Completed';
+        st.conditions = stamp([cond('Failed', 'Advisory', 'Completed', 'The VM migration has FAILED.')], undefined);
+      }
+      // A failed warm run cannot reach its snapshot removal phases: Forklift removes the last snapshot here
+      // (migration.go, removeLastWarmSnapshot) so none is left orphaned on the source.
+      const p = warm.precopies[warm.precopies.length - 1];
+      if (p?.snapshot && world.liveSnapshots(vm.id).includes(p.snapshot)) p.removeTaskId = world.removeSnapshot(vm.id, p.snapshot);
+      if (canceled || plan.spec.deleteVmOnFailMigration !== false) {
+        for (const dv of dvs) {
+          await ctx.rest.del(R.DataVolume, tns, dv.metadata.name).catch(() => false);
+          await ctx.rest.del(R.PVC, tns, dv.metadata.name).catch(() => false);
+        }
+      }
+      this.markDirty(run);
+    } finally {
+      run.cancelVM.delete(vm.id);
+    }
+  }
+
+  /**
+   * The bytes of disk `d` the running guest changed since `since` (up to `until`, default now): the VM's
+   * change rate per precopy interval, pro rata, never more than the disk.
+   */
+  private changedBytes(vm: VMFixture, d: DiskFixture, since: number, until = Date.now()): number {
+    const intervals = Math.max(0, until - since) / Math.max(1, this.ctx.timings.precopyIntervalMs);
+    return Math.min(d.capacity, Math.round(d.capacity * vm.changePerInterval * intervals));
+  }
+
+  /** The Migration's spec.cutover as Forklift reads it (epoch ms), from the freshest copy the informer has. */
+  private cutoverOf(run: Run): number | undefined {
+    const m = this.ctx.inf.migration!.get(run.migration.metadata.namespace, run.migration.metadata.name);
+    const t = m?.spec?.cutover ? Date.parse(m.spec.cutover) : NaN;
+    return Number.isFinite(t) ? t : undefined;
+  }
+
+  /**
+   * One stage of a multi-stage CDI import (containerized-data-importer@v1.64.0: a VDDK importer per checkpoint,
+   * reading the blocks changed between the previous and the current snapshot), as Forklift follows it
+   * (kubev2v/forklift@v2.11.5:pkg/controller/plan/migration.go updateCopyProgress): each disk's task shows the
+   * DataVolume's percentage of its size; a stage ends with the DataVolume Paused and the claim annotated
+   * `storage.checkpoint.copied.<snapshot>` (datavolume/import-controller.go, UpdatesMultistageImportSucceeded), or,
+   * for the final checkpoint, Succeeded. An importer that fails is restarted by CDI; Forklift copies its restart
+   * count to warm.failures and fails the task past IMPORTER_RETRY restarts (restartLimitExceeded, with the
+   * importer's termination message).
+   */
+  private async copyStage(run: Run, world: World, vm: VMFixture, st: VMState, dvs: Obj[], claims: Obj[], step: StepState, bytes: number[], snapshot: string, final: boolean, signal: AbortSignal): Promise<void> {
+    const ctx = this.ctx;
+    const warm = st.warm!;
+    const precopy = warm.precopies.length;
+    const fault = vm.faults.precopyImporterFailures;
+    // A new importer pod per stage: Forklift reads its restart count (0 for a fresh pod) once it runs.
+    warm.failures = 0;
+    await Promise.all(vm.disks.map(async (d, i) => {
+      const task = step.tasks![i]!;
+      const dv = dvs[i]!;
+      task.phase = 'Running';
+      task.started = new Date().toISOString();
+      task.completed = undefined;
+      task.progress.completed = 0;
+      let restarts = 0;
+      for (let attempt = 0; ; attempt++) {
+        await this.patchDV(dv, { phase: 'ImportInProgress', progress: '0.00%', restartCount: restarts, conditions: [{ type: 'Running', status: 'True', reason: 'Pod is running' }] });
+        const failing = i === 0 && fault?.precopy === precopy && restarts < fault.restarts;
+        let moved = 0;
+        let t0 = Date.now();
+        let broke = false;
+        while (moved < bytes[i]!) {
+          await sleep(ctx, ctx.timings.tickMs, signal);
+          if (await this.holdWhileBlocked(run, signal)) t0 = Date.now();
+          const t = Date.now();
+          moved = Math.min(bytes[i]!, moved + (ctx.mbPerSecond * MiB * (t - t0)) / 1000);
+          t0 = t;
+          const pct = bytes[i]! > 0 ? moved / bytes[i]! : 1;
+          if (failing && pct >= 0.5) {
+            broke = true;
+            break;
+          }
+          task.progress.completed = Math.floor(pct * task.progress.total);
+          step.progress.completed = step.tasks!.reduce((a, x) => a + x.progress.completed, 0);
+          this.markDirty(run);
+          await this.patchDV(dv, { phase: 'ImportInProgress', progress: `${(pct * 100).toFixed(2)}%` });
+        }
+        if (!broke) break;
+        // The importer exits with an error; CDI restarts it (the pod's RestartCount, mirrored on the DataVolume).
+        restarts++;
+        warm.failures = restarts;
+        const msg = `Unable to transfer source data to target: nbdkit: vddk: VixDiskLib_Read: ${d.file}: NBD_ERR_INSUFFICIENT_RESOURCES (precopy ${precopy}, snapshot ${snapshot})`;
+        await this.patchDV(dv, { phase: 'ImportInProgress', restartCount: restarts, conditions: [{ type: 'Running', status: 'False', reason: 'Error', message: msg }] });
+        for (const c of claims.slice(0, 1)) await emitEvent(ctx, c, 'Warning', 'Error', `Importer pod failed: ${msg}`, 'cdi-importer');
+        this.markDirty(run);
+        if (restarts > IMPORTER_RETRY) {
+          task.error = { phase: 'Running', reasons: [msg] };
+          throw Object.assign(new Error(msg), { forklift: true });
+        }
+      }
+      task.progress.completed = task.progress.total;
+      task.phase = 'Completed';
+      task.completed = new Date().toISOString();
+      step.progress.completed = step.tasks!.reduce((a, x) => a + x.progress.completed, 0);
+      const claim = claims[i]!;
+      if (final) {
+        const pvName: string = claim.spec?.volumeName ?? ctx.inf.pvc.get(claim.metadata.namespace, claim.metadata.name)?.spec?.volumeName;
+        await ctx.rest.patch(R.PV, undefined, pvName, {
+          metadata: { annotations: { [CONTENT_ANNOTATION]: contentIdentity(world.url, vm.id, d), [SOURCE_ANNOTATION]: `${world.url}#${vm.id}/${d.file}` } },
+        });
+        await this.patchDV(dv, { phase: 'Succeeded', progress: '100.0%', conditions: [{ type: 'Ready', status: 'True', reason: 'Completed' }, { type: 'Bound', status: 'True', reason: 'Bound' }] });
+      } else {
+        await ctx.rest.patch(R.PVC, claim.metadata.namespace, claim.metadata.name, { metadata: { annotations: { [`${ANN_CHECKPOINTS_COPIED}.${snapshot}`]: 'true' } } }).catch(() => undefined);
+        await this.patchDV(dv, { phase: 'Paused', progress: '100.0%', conditions: [{ type: 'Running', status: 'False', reason: 'Paused' }] });
+      }
+      this.markDirty(run);
+    }));
+  }
+
+  /**
+   * CreateDataVolumes (pkg/controller/plan/kubevirt.go EnsureDataVolumes, vsphere/builder.go DataVolumes): one
+   * DataVolume per disk, a VDDK source (or blank for virt-v2v), storage from the StorageMap.
+   */
+  private async createDataVolumes(plan: Obj, src: Obj, world: World, vm: VMFixture, labels: Record<string, string>, convert: boolean, signal: AbortSignal): Promise<Obj[]> {
+    const ctx = this.ctx;
+    const tns: string = plan.spec.targetNamespace;
+    const dvs: Obj[] = [];
+    const smEntries = (ctx.inf.smap!.get(plan.spec.map.storage.namespace, plan.spec.map.storage.name)?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string }; destination?: { storageClass?: string; volumeMode?: string; accessMode?: string } }>;
+    const vddk: string = src.spec?.settings?.vddkInitImage ?? '';
+    for (const d of vm.disks) {
+      const ds = world.fixture.datastores.find((x) => x.id === d.datastore)!;
+      const dest = smEntries.find((e) => e.source?.id === ds.id || (!e.source?.id && e.source?.name === ds.name))?.destination ?? {};
+      // EnsureDataVolumes (kubev2v/forklift@v2.11.5:pkg/controller/plan/kubevirt.go): the VM's DataVolumes are
+      // listed by its labels first and one is created only for a disk that has none (isDataVolumeExistsInList,
+      // by the disk's backing file on vSphere) — so a step redone after an API server outage, or a Migration
+      // whose run is picked up again, never leaves a second DataVolume for a disk.
+      const existing = (await ctx.rest.list(R.DataVolume, tns)).items.find(
+        (o) => !o.metadata.deletionTimestamp && o.metadata.labels?.migration === labels.migration && o.metadata.labels?.vmID === vm.id && o.metadata.annotations?.['forklift.konveyor.io/disk-source'] === d.file,
+      );
+      const dv = existing ?? await retryRefusedBeforeWrite(ctx, signal, () => ctx.rest.create(R.DataVolume, {
+        metadata: {
+          generateName: `${plan.metadata.name}-${vm.id}-`,
+          namespace: tns,
+          labels,
+          annotations: { 'forklift.konveyor.io/disk-source': d.file, 'cdi.kubevirt.io/storage.bind.immediate.requested': 'true' },
+        },
+        spec: {
+          // With guest conversion virt-v2v does the copying into blank DataVolumes (vsphere/builder.go
+          // DataVolumes: `Let virt-v2v do the copying`); otherwise CDI copies over VDDK.
+          source: convert
+            ? { blank: {} }
+            : {
+                vddk: {
+                  backingFile: d.file,
+                  url: src.spec.url,
+                  uuid: vm.uuid,
+                  thumbprint: world.fixture.thumbprint,
+                  secretRef: `${plan.metadata.name}-${vm.id}-vddk`,
+                  initImageURL: vddk,
+                },
+              },
+          storage: {
+            ...(dest.storageClass ? { storageClassName: dest.storageClass } : {}),
+            ...(dest.volumeMode ? { volumeMode: dest.volumeMode } : {}),
+            accessModes: [dest.accessMode ?? 'ReadWriteOnce'],
+            resources: { requests: { storage: String(d.capacity) } },
+          },
+        },
+      }));
+      dvs.push(dv);
+    }
+    return dvs;
   }
 
   /**
@@ -1245,6 +1594,20 @@ export const VDDK_WAITING_MESSAGE = 'waiting for v2v-vmware configmap or cdi.kub
 
 export const CONTENT_ANNOTATION = 'sim.cozystack.io/content-sha256';
 export const SOURCE_ANNOTATION = 'sim.cozystack.io/source-disk';
+
+/** Plan.IsWarm (kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/plan.go): spec.warm or spec.type warm. */
+function isWarm(plan: Obj): boolean {
+  return plan.spec?.warm === true || plan.spec?.type === 'warm';
+}
+
+/** Forklift's IMPORTER_RETRY (default 3, kubev2v/forklift@v2.11.5:pkg/settings/migration.go): importer restarts it tolerates. */
+export const IMPORTER_RETRY = 3;
+
+/** CDI's annotations of a multi-stage import (containerized-data-importer@v1.64.0:pkg/controller/common/util.go). */
+export const ANN_CHECKPOINTS_COPIED = 'cdi.kubevirt.io/storage.checkpoint.copied';
+const ANN_CURRENT_CHECKPOINT = 'cdi.kubevirt.io/storage.checkpoint.current';
+const ANN_PREVIOUS_CHECKPOINT = 'cdi.kubevirt.io/storage.checkpoint.previous';
+const ANN_FINAL_CHECKPOINT = 'cdi.kubevirt.io/storage.checkpoint.final';
 
 /** A Plan that converts its guests (skipGuestConversion false; a vSphere source always requires conversion). */
 function converts(plan: Obj): boolean {

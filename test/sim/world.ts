@@ -58,6 +58,16 @@ export interface VMFaults {
    * convert), `diskNotFound` (a disk's VMDK is missing on its datastore when virt-v2v opens it).
    */
   conversionFailure?: ConversionFailure;
+  /**
+   * Warm: vCenter refuses the n-th snapshot this VM's import asks for (1 = the initial snapshot, 2 = the
+   * first precopy's, ...) with its NoPermission fault: an account without VirtualMachine.State.CreateSnapshot.
+   */
+  snapshotDeniedAt?: number;
+  /**
+   * Warm: the CDI importer of the given precopy (1 = the initial full copy) fails `restarts` times before it
+   * copies; CDI restarts it each time. Past Forklift's IMPORTER_RETRY (3) restarts the VM fails.
+   */
+  precopyImporterFailures?: { precopy: number; restarts: number };
 }
 
 export type ConversionFailure = 'seccomp' | 'unsupportedGuest' | 'diskNotFound';
@@ -96,6 +106,11 @@ export interface VMFixture {
   faults: VMFaults;
   /** The VM's current snapshot id (snapshot-N) when it has snapshots; '' when none. */
   snapshot: string;
+  /**
+   * Warm: the share of each disk the running guest rewrites per precopy interval (0-1, default 0.02). A
+   * precopy, and the final copy at cutover, move the blocks changed since the previous snapshot.
+   */
+  changePerInterval: number;
 }
 
 export interface WorldFixture {
@@ -158,6 +173,8 @@ export interface VCenterSpec {
     disks?: Array<{ capacityGiB?: number; capacity?: number; datastore?: string; file?: string; mode?: string; rdm?: boolean; shared?: boolean; changeTrackingEnabled?: boolean }>;
     /** A pre-existing snapshot id (snapshot-N); default none. */
     snapshot?: string;
+    /** Warm: the share of each disk rewritten per precopy interval (default 0.02). */
+    changePerInterval?: number;
     /** NICs by network id or name. */
     nics?: Array<{ network: string; mac?: string }>;
     faults?: VMFaults;
@@ -245,6 +262,7 @@ export function vcenter(s: VCenterSpec): WorldFixture {
     })),
     faults: v.faults ?? {},
     snapshot: v.snapshot ?? '',
+    changePerInterval: v.changePerInterval ?? 0.02,
     };
   });
   for (const v of vms) if (!hosts.some((h) => h.id === v.host)) throw new Error(`fixture: VM ${v.id} on unknown host ${v.host}`);
@@ -277,6 +295,10 @@ export class World {
    * ESXi host locks the account out after a few of them, so tests count them.
    */
   readonly failedLogins: Record<string, number> = {};
+  /** Snapshot tasks vCenter ran for warm imports, in order (tests check every snapshot is removed again). */
+  readonly snapshotLog: Array<{ vm: string; op: 'create' | 'remove'; snapshot: string }> = [];
+  private snapshotSeq = 0;
+  private taskSeq = 0;
   constructor(f: WorldFixture) {
     this.fixture = structuredClone(f);
   }
@@ -293,6 +315,32 @@ export class World {
   loginFailed(target: string): void {
     this.failedLogins[target] = (this.failedLogins[target] ?? 0) + 1;
   }
+  /**
+   * VirtualMachine.CreateSnapshot_Task as vCenter answers Forklift's call (quiesce false, memory false:
+   * kubev2v/forklift@v2.11.5:pkg/controller/plan/adapter/vsphere/client.go CreateSnapshot): a task id, the
+   * snapshot it makes becoming the VM's current one; or the NoPermission fault for the faulted attempt.
+   */
+  createSnapshot(vmId: string): { snapshot: string; task: string } {
+    const vm = this.vm(vmId)!;
+    const n = this.snapshotLog.filter((e) => e.vm === vmId && e.op === 'create').length + 1;
+    if (vm.faults.snapshotDeniedAt === n) throw new Error(NO_PERMISSION);
+    const snapshot = `snapshot-${++this.snapshotSeq}`;
+    this.snapshotLog.push({ vm: vmId, op: 'create', snapshot });
+    vm.snapshot = snapshot;
+    return { snapshot, task: `task-${++this.taskSeq}` };
+  }
+  /** VirtualMachineSnapshot.RemoveSnapshot_Task (children false): the VM keeps no snapshot once its last is gone. */
+  removeSnapshot(vmId: string, snapshot: string): string {
+    const vm = this.vm(vmId)!;
+    this.snapshotLog.push({ vm: vmId, op: 'remove', snapshot });
+    if (vm.snapshot === snapshot) vm.snapshot = '';
+    return `task-${++this.taskSeq}`;
+  }
+  /** Snapshots of the VM created and not yet removed. */
+  liveSnapshots(vmId: string): string[] {
+    const log = this.snapshotLog.filter((e) => e.vm === vmId);
+    return log.filter((e) => e.op === 'create' && !log.some((r) => r.op === 'remove' && r.snapshot === e.snapshot)).map((e) => e.snapshot);
+  }
   /** Whether disk traffic to `address` (of host `hostId`) reaches it. */
   reachable(hostId: string, address: string): boolean {
     const h = this.host(hostId);
@@ -300,6 +348,12 @@ export class World {
     return (address === h.address && h.reachable) || h.otherAddresses.includes(address);
   }
 }
+
+/**
+ * vCenter's NoPermission fault as govmomi reports it (vim25 soap fault "ServerFaultCode: " + the fault's
+ * localized message) for a call the session's privileges do not allow.
+ */
+export const NO_PERMISSION = 'ServerFaultCode: Permission to perform this operation was denied.';
 
 /** The content identity of a source disk: what a filled PV carries so tests can prove nothing was lost or copied. */
 export function contentIdentity(url: string, vmId: string, d: DiskFixture): string {

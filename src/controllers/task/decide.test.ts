@@ -342,14 +342,41 @@ test('a warm VM precopying shows the precopies done, the last one’s duration, 
   assert.equal(a.status.timestamps?.sourcePoweredOff, undefined, 'the source runs while precopying');
 });
 
-test('a precopy that failed and is being retried keeps the VM Precopying, naming the retry and Forklift’s error', () => {
+test('a precopy whose importer failed and is being retried keeps the VM Precopying with reason PrecopyRetrying, naming the retry; the next precopy’s fresh importer clears it', () => {
   const w: World = { ...fresh('succeed', 'warm'), plan: 'ready', migration: true, stage: 'precopying', precopies: 1 };
   const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Precopying', plan: 'plan-1', timestamps: { started: isoAt(T0) } };
   const o = observe(w, status);
-  const retried = nextVMAction({ ...o, run: { ...o.run!, errors: ['snapshot creation failed: disk busy'], warm: { ...o.run!.warm!, failures: 1, consecutiveFailures: 1 } } });
+  // v2.11.5 writes the importer's restarts to warm.failures and never writes consecutiveFailures.
+  const retried = nextVMAction({ ...o, run: { ...o.run!, phase: 'CopyDisks', warm: { ...o.run!.warm!, failures: 1, consecutiveFailures: 0 } } });
   assert.equal(retried.type, 'report');
   assert.equal(retried.status.phase, 'Precopying');
-  assert.match(retried.status.message ?? '', /1 precopy attempt\(s\) failed and Forklift retries \(snapshot creation failed: disk busy\)/);
+  assert.equal(retried.status.reason, 'PrecopyRetrying');
+  assert.match(retried.status.message ?? '', /the current precopy failed 1 time\(s\) and Forklift retries it/);
+  const recovered = nextVMAction({ ...o, run: { ...o.run!, warm: { ...o.run!.warm!, successes: 2, failures: 0 } } });
+  assert.equal(recovered.status.reason, 'Precopying');
+});
+
+test('a warm copy that failed past Forklift’s importer retries is PrecopyFailed; a snapshot vCenter refused is SnapshotFailed by the phase Forklift names', () => {
+  const w: World = { ...fresh('fail', 'warm'), plan: 'ready', migration: true, stage: 'failed', precopies: 1 };
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Precopying', plan: 'plan-1', timestamps: { started: isoAt(T0) } };
+  const o = observe(w, status);
+  const words = 'Unable to transfer source data to target: nbdkit: vddk: VixDiskLib_Read: [ds] web/web.vmdk';
+  const copy = nextVMAction({ ...o, run: { ...o.run!, phase: 'Completed', errorPhase: 'CopyDisks', errors: [words], warm: { ...o.run!.warm!, failures: 4 } } });
+  assert.equal(copy.type, 'fail');
+  assert.equal(copy.status.reason, 'PrecopyFailed');
+  assert.ok(copy.status.message?.includes(`Forklift said: ${words}`), copy.status.message);
+  const snap = nextVMAction({ ...o, run: { ...o.run!, phase: 'Completed', errorPhase: 'CreateSnapshot', errors: ['ServerFaultCode: Permission to perform this operation was denied.'] } });
+  assert.equal(snap.type, 'fail-diagnosed');
+  assert.match((snap as { text: string }).text, /Permission to perform this operation was denied\. \(Forklift phase CreateSnapshot\)/);
+});
+
+test('a warm VM’s power-off is the controller’s first sight of the source off; first seen only after the final copy began, the last precopy’s end (the downtime overstated, never hidden)', () => {
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Precopying', plan: 'plan-1', timestamps: { started: isoAt(T0) } };
+  const w: World = { ...fresh('succeed', 'warm'), plan: 'ready', migration: true, stage: 'cuttingover', precopies: 2, poweredOffAt: T0 + 200_000, clock: T0 + 201_000 };
+  const o = observe(w, status);
+  assert.equal(nextVMAction(o).status.timestamps?.sourcePoweredOff, isoAt(T0 + 201_000));
+  const late = nextVMAction({ ...o, run: { ...o.run!, phase: 'Finalize' } });
+  assert.equal(late.status.timestamps?.sourcePoweredOff, isoAt(T0 + 60_000 + 30_000), 'the end of the second precopy');
 });
 
 test('the task’s cutover reaches the Migration: set when it has none, moved earlier, never later, never once the cutover started', () => {
@@ -362,7 +389,7 @@ test('the task’s cutover reaches the Migration: set when it has none, moved ea
   assert.equal(nextVMAction(observe({ ...w, migrationCutover: T0 + 3_600_000 }, status)).type, 'report');
   assert.equal(nextVMAction(observe({ ...w, migrationCutover: T0 + 7_200_000 }, status)).type, 'set-cutover', 'moved earlier');
   assert.equal(nextVMAction(observe({ ...w, migrationCutover: T0 + 60_000 }, status)).type, 'report', 'never later');
-  const cutting = nextVMAction(observe({ ...w, migrationCutover: T0 + 7_200_000, stage: 'cuttingover', poweredOffAt: T0 + 5000 }, status));
+  const cutting = nextVMAction(observe({ ...w, migrationCutover: T0 + 7_200_000, stage: 'cuttingover', poweredOffAt: T0 + 5000, clock: T0 + 5000 }, status));
   assert.equal(cutting.type, 'report');
   assert.equal(cutting.status.phase, 'CuttingOver');
   assert.equal(cutting.status.timestamps?.sourcePoweredOff, isoAt(T0 + 5000), 'downtime counts from the power-off at cutover');

@@ -148,7 +148,7 @@ export function runIsRunning(run: VMMigration): boolean {
 function warmDecision(o: VMObservation, v: VMStatus, run: VMMigration, running: boolean): VMAction | undefined {
   const ts = v.timestamps!;
   // Downtime counts from the power-off: the Cutover step starts with StorePowerState, moments before.
-  if (!ts.sourcePoweredOff && warmSourcePoweredOff(run)) ts.sourcePoweredOff = stampOf(run.pipeline.find((s) => s.name === 'Cutover')?.started, o.now);
+  if (!ts.sourcePoweredOff && warmSourcePoweredOff(run)) ts.sourcePoweredOff = warmPowerOffTime(run, o.now);
   const sum = precopySummary(run);
   v.warm = { ...v.warm, precopies: sum.precopies, lastPrecopySeconds: sum.lastPrecopySeconds ?? v.warm?.lastPrecopySeconds, nextPrecopyAt: sum.nextPrecopyAt, cutoverAt: o.migration?.cutover };
   if (!running) return undefined;
@@ -160,11 +160,15 @@ function warmDecision(o: VMObservation, v: VMStatus, run: VMMigration, running: 
   }
   if (stage === 'precopy') {
     const patch = cutoverPatch(o.cutoverAt, o.migration?.cutover);
-    const retrying = (run.warm?.consecutiveFailures ?? 0) > 0 ? `; the last ${run.warm!.consecutiveFailures} precopy attempt(s) failed and Forklift retries${run.errors.length ? ` (${run.errors.join('; ')})` : ''}` : '';
+    // v2.11.5 counts a precopy's failures as its CDI importer's restarts (migration.go updateCopyProgress:
+    // `vm.Warm.Failures = RestartCount`), reset by the next precopy's fresh importer; consecutiveFailures is
+    // declared but never written by it.
+    const failures = Math.max(run.warm?.failures ?? 0, run.warm?.consecutiveFailures ?? 0);
+    const retrying = failures > 0 ? `; the current precopy failed ${failures} time(s) and Forklift retries it (CDI restarts its importer, up to Forklift's IMPORTER_RETRY, 3 by default)${run.errors.length ? ` (${run.errors.join('; ')})` : ''}` : '';
     const cutover = patch ?? o.migration?.cutover;
     const when = cutover ? `cutover at ${cutover}` : 'waiting for spec.cutover (set it to start the cutover)';
     const next = sum.nextPrecopyAt && !(cutover && Date.parse(cutover) <= Date.parse(sum.nextPrecopyAt)) ? `; next precopy at ${sum.nextPrecopyAt}` : '';
-    const status: VMStatus = { ...v, warm: { ...v.warm, cutoverAt: cutover }, phase: 'Precopying', reason: TaskReason.Precopying, message: `${sum.precopies} precopies done, the source keeps running (${run.phase ?? 'Started'})${next}; ${when}${retrying}` };
+    const status: VMStatus = { ...v, warm: { ...v.warm, cutoverAt: cutover }, phase: 'Precopying', reason: failures > 0 ? TaskReason.PrecopyRetrying : TaskReason.Precopying, message: `${sum.precopies} precopies done, the source keeps running (${run.phase ?? 'Started'})${next}; ${when}${retrying}` };
     if (patch) return { type: 'set-cutover', status, cutover: patch };
     return { type: 'report', status };
   }
@@ -172,6 +176,39 @@ function warmDecision(o: VMObservation, v: VMStatus, run: VMMigration, running: 
     return { type: 'report', status: { ...v, phase: 'CuttingOver', reason: TaskReason.CuttingOver, message: `cutover: the source is ${warmSourcePoweredOff(run) ? 'off' : 'being powered off'}; copying the final changes (${run.phase})` } };
   }
   return undefined;
+}
+
+/** Copy phases of the precopy loop, where a failure is the importer's (CopyDisks; Finalize at cutover). */
+const WARM_COPY_PHASES: ReadonlySet<string> = new Set(['CopyDisks', 'Finalize']);
+
+/**
+ * When a warm run's source went off, for the downtime. Forklift stamps no phase, so the controller's own
+ * observation stands in: `now` when it sees the run between PowerOffSource and the final copy, which it
+ * does within one status write; seen only later (a controller restart across the cutover), the last
+ * precopy's end, which the power-off cannot precede: the downtime is then overstated, never hidden.
+ */
+export function warmPowerOffTime(run: VMMigration, now: Date): string {
+  const early = run.phase !== undefined && ['WaitForPowerOff', 'RemovePenultimateSnapshot', 'WaitForPenultimateSnapshotRemoval', 'CreateFinalSnapshot', 'WaitForFinalSnapshot', 'AddFinalCheckpoint'].includes(run.phase);
+  if (early) return iso(now);
+  const ends = (run.warm?.precopies ?? []).map((p) => (p.end ? Date.parse(p.end) : NaN)).filter(Number.isFinite);
+  return ends.length ? stampOf(new Date(Math.max(...ends)).toISOString(), now) : iso(now);
+}
+
+/**
+ * A failed warm run: a copy that failed past Forklift's importer retries is named so; any other failure
+ * carries the phase it happened in, so a snapshot vCenter refused reads as one (Forklift's error alone is
+ * vCenter's bare fault text).
+ */
+function warmFailure(o: VMObservation, v: VMStatus, run: VMMigration): VMAction {
+  const words = run.errors.join('; ') || 'The VM migration has FAILED.';
+  if (run.errorPhase && WARM_COPY_PHASES.has(run.errorPhase) && (run.warm?.failures ?? 0) > 0) {
+    const n = run.warm!.failures;
+    return {
+      type: 'fail',
+      status: failVM(v, TaskReason.PrecopyFailed, `the copy of precopy ${Math.max(1, run.warm!.precopies.length)} failed ${n} times, more than Forklift retries it (its IMPORTER_RETRY setting, 3 by default); check the source host's disk access (NFC/VDDK) and create a new task. Forklift said: ${words}`),
+    };
+  }
+  return { type: 'fail-diagnosed', status: v, text: run.errorPhase ? `${words} (Forklift phase ${run.errorPhase})` : words };
 }
 
 /** The run with its DiskTransfer step (and bytes) complete. */
@@ -254,6 +291,7 @@ export function nextVMAction(o: VMObservation): VMAction {
   }
 
   if (run.canceled) return { type: 'fail', status: failVM(v, TaskReason.Canceled, `Forklift canceled the migration${run.errors.length ? `: ${run.errors.join('; ')}` : ''}; create a new task`) };
+  if (run.failed && o.mode === 'warm') return warmFailure(o, v, run);
   if (run.failed) {
     let text = run.errors.join('; ');
     if (!text) text = o.migration.conditions.filter((c) => c.type === 'Failed').map(describeCondition).join('; ') || 'The VM migration has FAILED.';

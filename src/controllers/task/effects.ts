@@ -139,6 +139,8 @@ export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, '
       metrics.precopies.inc({ namespace: task.metadata.namespace ?? '' }, precopied);
       ctx.events.event(task, 'Normal', 'Precopied', `VM ${v.id}: precopy ${v.warm!.precopies} done${v.warm?.lastPrecopySeconds !== undefined ? ` in ${v.warm.lastPrecopySeconds} s` : ''}${v.warm?.nextPrecopyAt ? `; next at ${v.warm.nextPrecopyAt}` : ''}`);
     }
+    // A precopy Forklift retries: said once per episode (the VM stays Precopying meanwhile).
+    if (v.reason === TaskReason.PrecopyRetrying && before?.reason !== TaskReason.PrecopyRetrying) ctx.events.event(task, 'Warning', 'PrecopyRetrying', `VM ${v.id}: ${v.message ?? ''}`);
     if (before?.phase === v.phase) continue;
     if (v.phase === 'CuttingOver') ctx.events.event(task, 'Normal', 'CutoverStarted', `VM ${v.id}: cutover started after ${v.warm?.precopies ?? 0} precopies; the source is powered off`);
     if (v.phase === 'Succeeded') {
