@@ -9,6 +9,7 @@
 //   node scripts/demo.ts            # the demo; everything stops at the end
 //   node scripts/demo.ts --keep     # leave the sandbox running and print KUBECONFIGs; Ctrl-C stops it
 //   node scripts/demo.ts --fast     # transfer at full simulator speed (the e2e test of the demo)
+//   node scripts/demo.ts --warm     # a warm import: precopies while the VMs run, then a cutover the demo asks for
 import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
@@ -26,21 +27,33 @@ import { REPO_ROOT, findKubectl, helmTemplate, run, tenantRoles, type Run } from
 
 const args = new Set(process.argv.slice(2));
 for (const a of args) {
-  if (!['--keep', '--fast', '--help', '-h'].includes(a)) {
-    console.error(`unknown argument ${a}\nusage: node scripts/demo.ts [--keep] [--fast]`);
+  if (!['--keep', '--fast', '--warm', '--help', '-h'].includes(a)) {
+    console.error(`unknown argument ${a}\nusage: node scripts/demo.ts [--keep] [--fast] [--warm]`);
     process.exit(2);
   }
 }
 if (args.has('--help') || args.has('-h')) {
-  console.log('usage: node scripts/demo.ts [--keep] [--fast]\n  --keep  leave the sandbox running and print its KUBECONFIGs (Ctrl-C stops it)\n  --fast  transfer at full simulator speed');
+  console.log('usage: node scripts/demo.ts [--keep] [--fast] [--warm]\n  --keep  leave the sandbox running and print its KUBECONFIGs (Ctrl-C stops it)\n  --fast  transfer at full simulator speed\n  --warm  import warm: precopies while the VMs run, then a cutover the demo triggers with kubectl patch');
   process.exit(0);
 }
 const KEEP = args.has('--keep');
 const FAST = args.has('--fast') || process.env.DEMO_FAST === '1';
+const WARM = args.has('--warm');
 const TTY = process.stdout.isTTY === true;
 
 const NS = 'tenant-demo';
-const TASK = 'import-web-tier';
+const TASK = WARM ? 'import-web-tier-warm' : 'import-web-tier';
+const TASK_FILE = WARM ? 'task-warm.yaml' : 'task.yaml';
+/**
+ * Precopies every VM completes (the first copies whole disks, the next ones only changed blocks) before the
+ * demo sets the cutover: two show the loop going round at least once after the initial copy.
+ */
+const PRECOPIES_BEFORE_CUTOVER = 2;
+/**
+ * Forklift's PRECOPY_INTERVAL as the simulator plays it, in ms (Forklift's default is 60 minutes): short
+ * enough that the precopies tick by on screen; with --fast the simulator's own default.
+ */
+const PRECOPY_INTERVAL_MS = FAST ? 1000 : 4000;
 const EXAMPLES = join(REPO_ROOT, 'examples');
 const VCENTER_URL = 'https://vcenter.demo.example.com/sdk';
 /**
@@ -116,7 +129,7 @@ async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Promise<T
 
 async function main(): Promise<void> {
   const t0 = Date.now();
-  say('migration-controller demo: a tenant imports two vSphere VMs into Cozystack.');
+  say(`migration-controller demo: a tenant imports two vSphere VMs into Cozystack${WARM ? ', warm (precopies while they run, then a cutover)' : ''}.`);
   say('Real here: kube-apiserver, etcd, kube-controller-manager, RBAC, admission, the controller and its webhook.');
   say('Simulated (test/sim): vCenter, Forklift, CDI, KubeVirt and Cozystack\'s VMDisk/VMInstance API.');
 
@@ -152,11 +165,12 @@ async function main(): Promise<void> {
     password: 'demo-password',
     hosts: [{ id: 'host-1', address: '192.0.2.10' }],
     vms: [
-      { id: 'vm-101', name: 'web-01', disks: [{ capacityGiB: 16 }] },
-      { id: 'vm-102', name: 'db-01', firmware: 'efi', disks: [{ capacityGiB: 24 }, { capacityGiB: 8 }, { capacityGiB: 8 }] },
+      // Warm needs changed block tracking on each VM (Forklift refuses a warm Plan without it).
+      { id: 'vm-101', name: 'web-01', changeTrackingEnabled: WARM, disks: [{ capacityGiB: 16 }] },
+      { id: 'vm-102', name: 'db-01', firmware: 'efi', changeTrackingEnabled: WARM, disks: [{ capacityGiB: 24 }, { capacityGiB: 8 }, { capacityGiB: 8 }] },
     ],
   });
-  sim = await startSim({ kubeconfigPath: adminKC, worlds: [world], mbPerSecond: MB_PER_SECOND });
+  sim = await startSim({ kubeconfigPath: adminKC, worlds: [world], mbPerSecond: MB_PER_SECOND, ...(WARM ? { timings: { precopyIntervalMs: PRECOPY_INTERVAL_MS } } : {}) });
   say(`vCenter ${VCENTER_URL}: web-01 (vm-101, 1 disk, 16 GiB), db-01 (vm-102, 3 disks, 40 GiB); each disk moves at ${MB_PER_SECOND} MiB/s`);
 
   step('Starting the controller and its admission webhook');
@@ -225,10 +239,12 @@ async function main(): Promise<void> {
   for (const l of refused.stderr.trim().split('\n')) say(`  ${l}`);
   say('refused before any Forklift object existed: `local` is WaitForFirstConsumer and would hang the transfer.');
 
-  step('As the tenant: kubectl apply -f examples/task.yaml');
-  const applied = must(await kubectlAs(kubectl, tenantKC, ['apply', '-f', join(EXAMPLES, 'task.yaml')]), 'applying examples/task.yaml');
+  step(`As the tenant: kubectl apply -f examples/${TASK_FILE}`);
+  const applied = must(await kubectlAs(kubectl, tenantKC, ['apply', '-f', join(EXAMPLES, TASK_FILE)]), `applying examples/${TASK_FILE}`);
   say(applied.trim());
+  if (WARM) say(`warm: the VMs keep running while Forklift precopies them; the demo asks for the cutover after ${PRECOPIES_BEFORE_CUTOVER} precopies of each.`);
   say('');
+  let cutoverAsked = false;
 
   // Live progress until the task is terminal.
   const started = Date.now();
@@ -254,6 +270,18 @@ async function main(): Promise<void> {
         }
       }
       if (task.status?.completedAt) break;
+      const vms = task.status?.vms ?? [];
+      if (WARM && !cutoverAsked && vms.length === task.spec.vms.length && vms.every((v) => v.phase === 'Precopying' && (v.warm?.precopies ?? 0) >= PRECOPIES_BEFORE_CUTOVER)) {
+        // The documented one-liner (docs/warm.md): a cutover of "now", as the tenant.
+        const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+        const patch = JSON.stringify({ spec: { cutover: at } });
+        const r = must(await kubectlAs(kubectl, tenantKC, ['-n', NS, 'patch', 'vmimporttask', TASK, '--type', 'merge', '-p', patch]), 'setting the cutover');
+        say(`\n==> Cutover now, as the tenant: kubectl -n ${NS} patch vmimporttask ${TASK} --type merge -p '${patch}'`);
+        say(r.trim());
+        say('');
+        drawn = 0;
+        cutoverAsked = true;
+      }
     }
     if (Date.now() > deadline) throw new Error('the import did not finish within 3 minutes');
     await new Promise((r) => setTimeout(r, TTY ? 200 : 250));
@@ -273,7 +301,9 @@ async function main(): Promise<void> {
   say('VMInstances (apps.cozystack.io):');
   for (const l of renderTable(['NAME', 'RUNSTRATEGY', 'DISKS'], instances.map((i) => [i.metadata!.name!, i.spec?.runStrategy ?? '', (i.spec?.disks ?? []).map((d) => `${d.name}(${d.bus ?? ''})`).join(' ')]))) say(`  ${l}`);
   say('Downtime per VM (source powered off → VMInstance created):');
-  for (const l of renderTable(['VM', 'SOURCE', 'BYTES', 'DOWNTIME'], (task.status?.vms ?? []).map((v) => [v.name, v.id, formatBytes(v.bytesTotal), formatDuration(v.downtimeSeconds)]))) say(`  ${l}`);
+  const cols = WARM ? ['VM', 'SOURCE', 'BYTES', 'PRECOPIES', 'DOWNTIME'] : ['VM', 'SOURCE', 'BYTES', 'DOWNTIME'];
+  const rows = (task.status?.vms ?? []).map((v) => [v.name, v.id, formatBytes(v.bytesTotal), ...(WARM ? [String(v.warm?.precopies ?? 0)] : []), formatDuration(v.downtimeSeconds)]);
+  for (const l of renderTable(cols, rows)) say(`  ${l}`);
   say(`\nDone in ${formatDuration((Date.now() - t0) / 1000)}. The VMs start Halted: nothing boots a second copy of a production machine.`);
 
   if (KEEP) {

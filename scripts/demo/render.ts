@@ -51,14 +51,30 @@ export function derivePercent(vm: Pick<VMStatus, 'progress' | 'bytesDone' | 'byt
  * `  web-01   Transferring  [######------------------]  25%   4.0 GiB / 16.0 GiB  1.5 GiB/s  ETA 8s`
  * A failed VM shows its reason instead of the rate and ETA.
  */
-export function renderVMLine(vm: VMStatus, nameWidth = 10, barWidth = 24): string {
+export function renderVMLine(vm: VMStatus, nameWidth = 10, barWidth = 24, now = Date.now()): string {
   const pct = derivePercent(vm);
   const bytes = `${formatBytes(vm.bytesDone ?? (vm.phase === 'Succeeded' ? vm.bytesTotal : 0)).padStart(9)} / ${formatBytes(vm.bytesTotal).padEnd(9)}`;
   const head = `  ${vm.name.padEnd(nameWidth)} ${vm.phase.padEnd(12)} ${progressBar(pct, barWidth)} ${`${Math.floor(pct)}%`.padStart(4)}  ${bytes}`;
   if (vm.phase === 'Failed') return `${head}  ${vm.reason ?? 'Failed'}: ${vm.message ?? ''}`.trimEnd();
   if (vm.phase === 'Succeeded') return `${head}  done, downtime ${formatDuration(vm.downtimeSeconds)}`;
+  if (vm.phase === 'Precopying' || vm.phase === 'CuttingOver') return `${head}  ${renderWarm(vm, now)}`;
   const live = vm.phase === 'Transferring' || vm.phase === 'Creating';
   return `${head}  ${formatRate(live ? vm.bytesPerSecond : undefined).padStart(10)}  ETA ${live && vm.phase === 'Transferring' ? formatDuration(vm.etaSeconds) : '—'}`;
+}
+
+/**
+ * A warm VM's tail: `precopies 3, last 2s, next in 4s` while the source runs; `cutting over (source off)`
+ * once the cutover started.
+ */
+export function renderWarm(vm: Pick<VMStatus, 'phase' | 'warm'>, now: number): string {
+  const w = vm.warm;
+  if (vm.phase === 'CuttingOver') return `cutting over after ${w?.precopies ?? 0} precopies (source powered off)`;
+  const parts = [`precopies ${w?.precopies ?? 0}`];
+  if (w?.lastPrecopySeconds !== undefined) parts.push(`last ${formatDuration(w.lastPrecopySeconds)}`);
+  const next = w?.nextPrecopyAt ? Date.parse(w.nextPrecopyAt) : NaN;
+  if (Number.isFinite(next)) parts.push(`next in ${formatDuration(Math.max(0, (next - now) / 1000))}`);
+  if (w?.cutoverAt) parts.push(`cutover at ${w.cutoverAt}`);
+  return parts.join(', ');
 }
 
 /** The task's block: a header line, then one line per VM (the spec's VMs before the controller reports them). */
@@ -83,7 +99,8 @@ export function redraw(previousLines: number, lines: string[]): string {
 
 /** What changes a reader must see at once in plain (non-TTY) output: the task's and each VM's phase. */
 export function phaseKey(task: Pick<VMImportTask, 'status'>): string {
-  return `${task.status?.phase ?? 'Pending'}|${(task.status?.vms ?? []).map((v) => `${v.id}=${v.phase}`).join(',')}`;
+  // A warm VM's precopy count is part of it: each precopy is a step the reader should see.
+  return `${task.status?.phase ?? 'Pending'}|${(task.status?.vms ?? []).map((v) => `${v.id}=${v.phase}${v.warm ? `#${v.warm.precopies}` : ''}`).join(',')}`;
 }
 
 /** Non-TTY output: print a block when a phase changed, or when `everyMs` passed and the text changed. */

@@ -58,3 +58,41 @@ test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs
   const dir = logs.replace(/\/logs$/, '');
   assert.deepEqual(controlPlaneProcesses(dir), []);
 });
+
+test('the warm demo shows precopies while the VMs run, triggers the cutover with the documented kubectl patch, and ends with Halted VMInstances and the precopies counted', async () => {
+  const child = spawn(NODE, [join(REPO_ROOT, 'scripts/demo.ts'), '--warm', '--fast'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: '' } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const code = await new Promise<number | null>((res) => {
+    // A deadline, not a sleep: the demo is killed (and the test fails) if it hangs.
+    const timer = setTimeout(() => child.kill('SIGINT'), 240_000);
+    child.on('exit', (c) => {
+      clearTimeout(timer);
+      res(c);
+    });
+  });
+  const both = `${stdout}\n--- stderr ---\n${stderr}`;
+  assert.equal(code, 0, both);
+  const logs = /logs in (\S+)/.exec(stdout)?.[1];
+  assert.ok(logs, `no control-plane logs path in the output:\n${both}`);
+
+  // Precopies tick while the sources run, before any cutover is asked for.
+  const cut = stdout.indexOf('==> Cutover now');
+  assert.ok(cut > 0, `the demo never asked for the cutover:\n${both}`);
+  const before = stdout.slice(0, cut);
+  assert.match(before, /web-01 +Precopying .*precopies [2-9]/);
+  assert.match(before, /db-01 +Precopying .*precopies [2-9]/);
+  assert.doesNotMatch(before, /CuttingOver/);
+  // The cutover is the documented one-liner, run as the tenant, and the webhook admits it.
+  assert.match(stdout, /kubectl -n tenant-demo patch vmimporttask import-web-tier-warm --type merge -p '\{"spec":\{"cutover":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"\}\}'\nvmimporttask\.forklift\.cozystack\.io\/import-web-tier-warm patched/);
+  assert.match(stdout.slice(cut), /CuttingOver .*source powered off/);
+  assert.match(stdout, /import-web-tier-warm +vcenter-prod +warm +Succeeded +100 +True/);
+  assert.match(stdout, /\bweb-01 +Halted +web-01-disk-0\(sata\)/);
+  assert.match(stdout, /\bdb-01 +Halted +db-01-disk-0\(sata\) db-01-disk-1\(sata\) db-01-disk-2\(sata\)/);
+  assert.match(stdout, /\bweb-01 +vm-101 +16\.0 GiB +[2-9]\d* +\d+s/);
+  assert.match(stdout, /\bdb-01 +vm-102 +40\.0 GiB +[2-9]\d* +\d+s/);
+  assert.match(stdout, /Everything stopped/);
+  assert.deepEqual(controlPlaneProcesses(logs.replace(/\/logs$/, '')), []);
+});

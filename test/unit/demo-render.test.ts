@@ -1,7 +1,7 @@
 // The demo's terminal rendering (scripts/demo/render.ts): what a newcomer reads while an import runs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { derivePercent, formatBytes, formatDuration, formatQuantity, formatRate, phaseKey, progressBar, redraw, renderTable, renderTask, renderVMLine, shouldPrintPlain } from '../../scripts/demo/render.ts';
+import { derivePercent, formatBytes, formatDuration, formatQuantity, formatRate, phaseKey, progressBar, redraw, renderTable, renderTask, renderVMLine, renderWarm, shouldPrintPlain } from '../../scripts/demo/render.ts';
 import type { VMImportTask, VMStatus } from '../../src/api/types.ts';
 
 const GiB = 2 ** 30;
@@ -62,6 +62,22 @@ test('a succeeded VM shows its downtime and a failed one its reason and message 
   const failed = renderVMLine(vm({ phase: 'Failed', progress: 0, reason: 'HostUnreachable', message: 'ESXi host host-2 at 192.0.2.20 is unreachable' }));
   assert.match(failed, /Failed.*HostUnreachable: ESXi host host-2 at 192\.0\.2\.20 is unreachable$/);
   assert.doesNotMatch(failed, /ETA/);
+});
+
+test('a precopying VM shows its precopies, the last one\'s duration and when the next starts; a cutting-over one says the source is off', () => {
+  const now = Date.parse('2026-12-01T00:00:00Z');
+  const pre = vm({ phase: 'Precopying', warm: { precopies: 3, lastPrecopySeconds: 2, nextPrecopyAt: '2026-12-01T00:00:04Z' } });
+  assert.equal(renderWarm(pre, now), 'precopies 3, last 2s, next in 4s');
+  assert.match(renderVMLine(pre, 6, 8, now), /Precopying .*precopies 3, last 2s, next in 4s$/);
+  const set = vm({ phase: 'Precopying', warm: { precopies: 1, cutoverAt: '2026-12-01T02:00:00Z' } });
+  assert.equal(renderWarm(set, now), 'precopies 1, cutover at 2026-12-01T02:00:00Z');
+  assert.equal(renderWarm(vm({ phase: 'CuttingOver', warm: { precopies: 5 } }), now), 'cutting over after 5 precopies (source powered off)');
+  assert.doesNotMatch(renderVMLine(pre, 6, 8, now), /ETA/);
+});
+
+test('in plain output a new precopy is a change the reader sees at once', () => {
+  const t = (n: number): Pick<VMImportTask, 'status'> => ({ status: { phase: 'Transferring', vms: [vm({ phase: 'Precopying', warm: { precopies: n } })] } as VMImportTask['status'] });
+  assert.notEqual(phaseKey(t(1)), phaseKey(t(2)));
 });
 
 test('the task block lists every VM of the spec, pending ones before the controller reports them', () => {
