@@ -56,7 +56,7 @@ import {
   type Markers,
   type VMObservation,
 } from './plan.ts';
-import { DISK_DONE, DISK_STEPS, Step, type StepName } from './steps.ts';
+import { DISK_DONE, DISK_STEPS, Step, VM_STEPS, type StepName } from './steps.ts';
 
 export { HANDOFF_STEPS, DISK_STEPS, VM_STEPS, Step, type StepName } from './steps.ts';
 export { nextStep, nextVMStep, type DiskObservation, type DiskAction, type VMObservation, type VMAction } from './plan.ts';
@@ -83,8 +83,8 @@ export interface HandoffOutcome {
 }
 
 /**
- * After a step whose write no watch reports (the VMDisk and the VMInstance: apps.cozystack.io is served by
- * Cozystack's aggregated API, which this controller does not watch): look again almost at once.
+ * After a step whose write no watch reports (the VMDisk and the VMInstance, where Cozystack's aggregated
+ * API serves no watch: see outputsWatched): look again almost at once.
  */
 export const AFTER_STEP_REQUEUE_MS = 20;
 /**
@@ -103,10 +103,18 @@ const UNWATCHED_STEPS: ReadonlySet<StepName> = new Set([Step.CreateVMDisk, Step.
 export const WAIT_REQUEUE_MS = 5_000;
 
 /**
- * While a VMDisk's or the VMInstance's Helm release deploys: nothing this controller watches reports it
- * (the aggregated API is not watched), so look again at this pace — a release takes seconds to minutes.
+ * While a VMDisk's or the VMInstance's Helm release deploys and the aggregated API serves no watch:
+ * nothing reports it, so look again at this pace — a release takes seconds to minutes.
  */
 export const RELEASE_WAIT_REQUEUE_MS = 2_000;
+
+/**
+ * The task watches VMDisks and VMInstances (discovery found them served with watch, and the caches are
+ * synced): their creation and their release's readiness wake the task, so no fast poll is needed.
+ */
+function outputsWatched(ctx: ReconcileContext): boolean {
+  return !!ctx.cache(GVRs.VMDisk) && !!ctx.cache(GVRs.VMInstance);
+}
 
 /** Test seam: called right after each step's API write (the crash-safety tests crash here). */
 export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void } = {};
@@ -188,12 +196,24 @@ export const handoffExpectations = new Expectations();
 interface Reader {
   live: boolean;
   counters: ReadCounters;
-  get(gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined>;
+  /**
+   * `trustAbsence`: the object, when it exists and is the one the decision is about, carries the labels
+   * the cache is filtered on, so its absence from the synced cache is believed (see Expectations.get).
+   */
+  get(gvr: GVR, ns: string | undefined, name: string | undefined, o?: { trustAbsence?: boolean }): Promise<KubeObject | undefined>;
 }
 
 function reader(ctx: ReconcileContext, live: boolean): Reader {
-  const counters: ReadCounters = { cache: 0, live: 0 };
-  return { live, counters, get: (gvr, ns, name) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters }) };
+  const counters: ReadCounters = { cache: 0, live: 0, written: 0 };
+  return { live, counters, get: (gvr, ns, name, o) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters, trustAbsence: o?.trustAbsence }) };
+}
+
+/** The disk's recorded checkpoint is `step` or later: that step's write was made. */
+function pastStep(checkpoint: string | undefined, step: StepName): boolean {
+  if (!checkpoint) return false;
+  if (checkpoint === DISK_DONE) return true;
+  const i = DISK_STEPS.indexOf(checkpoint as StepName);
+  return i >= 0 && i >= DISK_STEPS.indexOf(step);
 }
 
 /**
@@ -243,13 +263,18 @@ const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
  * claim is bound and its DataVolume exists (steps 9 and 10), and on a live pass. A foreign VMDisk made in
  * between is met by our create's AlreadyExists, which the next (live) read turns into the verdict.
  */
-async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
-  const [claim, dataVolume] = await Promise.all([rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName), rd.get(GVRs.DataVolume, ns, d.claimName)]);
+async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean; trustAbsence?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
+  // Our outputs carry the task's labels (render.ts markerLabels), which the task's caches select on: once
+  // the live check before the first write found the names free, an output absent from the cache is one
+  // not made yet. A foreign object taking the name later is met by our create's AlreadyExists, which
+  // makes the next read of it live (Expectations.exists).
+  const trustAbsence = o.trustAbsence;
+  const [claim, dataVolume] = await Promise.all([rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName, { trustAbsence }), rd.get(GVRs.DataVolume, ns, d.claimName, { trustAbsence })]);
   const needVMDisk = o.vmDisk || rd.live || (!!dataVolume && (claim?.status as { phase?: string } | undefined)?.phase === 'Bound');
   let vmDiskObject: KubeObject | undefined;
   if (needVMDisk) {
     const known = rd.live ? undefined : knownVMDisks.get(vmDiskKey(ns, d.vmDisk));
-    vmDiskObject = known ?? (await rd.get(GVRs.VMDisk, ns, d.vmDisk));
+    vmDiskObject = known ?? (await rd.get(GVRs.VMDisk, ns, d.vmDisk, { trustAbsence }));
     if (vmDiskObject && !known && hasOutputMarkers(vmDiskObject, markers)) knownVMDisks.set(vmDiskKey(ns, d.vmDisk), vmDiskObject);
   }
   return { claim, dataVolume, vmDiskObject };
@@ -266,7 +291,13 @@ export function vmDiskCreatedBy(checkpoint: string | undefined): boolean {
 /** Reads everything one disk's decision depends on. */
 async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promise<DiskObservation> {
   const ns = input.task.metadata.namespace!;
-  const transferClaim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName);
+  // Forklift labels its transfer claims and DataVolumes with the Plan's UID (planLabels, kPlan:
+  // kubev2v/forklift@v2.11.5:pkg/controller/plan/kubevirt.go), which the task's caches select on. Once
+  // the recorded checkpoint says this handoff deleted the claim, its absence from the cache is believed;
+  // before that an absence is asked of the API server (acting on a claim wrongly believed gone would
+  // rebind a volume still bound to it).
+  const checkpoint = d.previous?.handoff;
+  const transferClaim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName, { trustAbsence: pastStep(checkpoint, Step.DeleteTransferClaim) });
   const volumeName =
     d.recorded?.metadata?.name ?? d.previous?.volumeName ?? ((transferClaim?.spec as { volumeName?: string } | undefined)?.volumeName || undefined);
   const volume = await rd.get(GVRs.PersistentVolume, undefined, volumeName);
@@ -277,12 +308,15 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
   const ownerUids = new Set((transferClaim?.metadata?.ownerReferences ?? []).map((r) => r.uid));
   const transferDataVolumes: KubeObject[] = [];
   for (const name of dvNames) {
-    const dv = await rd.get(GVRs.DataVolume, ns, name);
+    // Before the volume is marked, an absence is confirmed live; Forklift makes no transfer DataVolume
+    // after it reported the VM Succeeded, so once marked the cache's absence stands.
+    const dv = await rd.get(GVRs.DataVolume, ns, name, { trustAbsence: !!d.recorded || pastStep(checkpoint, Step.DeleteTransferDataVolume) });
     if (dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id)) transferDataVolumes.push(dv);
   }
 
   const vmDiskCreated = vmDiskCreatedBy(d.previous?.handoff);
-  const outputs = await observeOutputs(rd, ns, d, { taskUid: input.task.metadata.uid!, vmId: input.spec.id }, { vmDisk: vmDiskCreated });
+  // Recorded volumes exist only after the handoff's first write, which the live check of the names precedes.
+  const outputs = await observeOutputs(rd, ns, d, { taskUid: input.task.metadata.uid!, vmId: input.spec.id }, { vmDisk: vmDiskCreated, trustAbsence: !!d.recorded });
   return {
     vmDiskCreated,
     index: d.index,
@@ -458,16 +492,48 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
  * reason); throws only for transient API errors (the caller retries with backoff).
  */
 export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInput): Promise<HandoffOutcome> {
-  const first = await handoffPass(ctx, input, reader(ctx, false));
+  const { outcome: first, input: seen } = await chainedPass(ctx, input);
   // A pass that took a step or waits returns as it is. A verdict — every disk and the VM done, or the VM
-  // failed — was reached without a write and is confirmed on a live observation before it is returned.
+  // failed — is confirmed on a live observation before it is returned.
   if (first.state === 'progress') return first;
-  const verdict = await handoffPass(ctx, input, reader(ctx, true));
+  const verdict = await handoffPass(ctx, seen, reader(ctx, true));
   if (verdict.state !== 'progress') for (const d of verdict.disks) knownVMDisks.delete(vmDiskKey(input.task.metadata.namespace ?? '', d.vmDisk));
   return verdict;
 }
 
-async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reader): Promise<HandoffOutcome> {
+/**
+ * Steps taken in one call, one after another, until one must wait for another actor (the PV controller,
+ * CDI, the garbage collector, a Helm release) or the handoff reaches a verdict. Each step is decided on a
+ * fresh observation that includes the step before it (our own writes answer through the expectations), and
+ * the caller records the evidence of the last one with the VM's phase in one status write. A crash after
+ * any of them resumes correctly for the reason a crash between a step and its status write always did:
+ * the handoff's state lives on the objects it changes (the first step marks the volume as disk i, and
+ * every later step is recognised as done by the object it changed), so the recorded checkpoint only ever
+ * lags; it is evidence, never the source of truth (the crash suites kill the controller after every step).
+ * Chaining saves a status write and a reconcile pass per step that needs no one else — most of them.
+ */
+async function chainedPass(ctx: ReconcileContext, input: HandoffInput): Promise<{ outcome: HandoffOutcome; input: HandoffInput }> {
+  // A bound on the chain, against a decision that keeps choosing a step that changes nothing: every
+  // disk step once and every VM step once, plus one pass that observes the end.
+  const disks = Math.max(1, input.status.disks?.length ?? 0, input.transferClaims.length);
+  const limit = disks * DISK_STEPS.length + VM_STEPS.length + 1;
+  let cur = input;
+  let out: (HandoffOutcome & { stepped?: StepName }) | undefined;
+  for (let i = 0; i < limit; i++) {
+    out = await handoffPass(ctx, cur, reader(ctx, false));
+    if (out.state !== 'progress' || !out.stepped) return { outcome: out, input: cur };
+    cur = { ...cur, status: { ...cur.status, disks: out.disks, vmInstance: out.vmInstance ?? cur.status.vmInstance } };
+    if (out.stepped === Step.DeleteScaffoldingVM && cur.forkliftVM) {
+      // The caller's scaffolding VM predates its deletion: read it again (gone, or terminating), so the
+      // next pass — and the verdict's live one — reach the end now instead of after its watch event.
+      cur = { ...cur, forkliftVM: await ctx.client.get<KubeObject>(GVRs.VirtualMachine, cur.forkliftVM.metadata?.namespace, cur.forkliftVM.metadata?.name ?? '') };
+    }
+  }
+  return { outcome: out!, input: cur };
+}
+
+
+async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reader): Promise<HandoffOutcome & { stepped?: StepName }> {
   const ns = input.task.metadata.namespace!;
   const markers: OutputMarkers = { taskUid: input.task.metadata.uid!, taskName: input.task.metadata.name!, vmId: input.spec.id };
   const m: Markers = markers;
@@ -479,10 +545,14 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   const pvLabels = { [LABEL_TASK_UID]: markers.taskUid, [LABEL_VM_ID]: markers.vmId };
   const pvCache = rd.live ? undefined : ctx.cache(GVRs.PersistentVolume);
   let recordedPVs: KubeObject[] = [];
-  const cachedPVs = pvCache?.list(undefined, pvLabels) ?? [];
-  if (cachedPVs.length) {
-    for (const pv of cachedPVs) {
-      const cur = await rd.get(GVRs.PersistentVolume, undefined, pv.metadata?.name);
+  // With the volumes the recorded evidence names (a volume this process just marked may not have reached
+  // the cache yet: the read below answers with the write).
+  const cachedPVs = new Set((pvCache?.list(undefined, pvLabels) ?? []).map((pv) => pv.metadata?.name ?? ''));
+  if (pvCache) for (const d of input.status.disks ?? []) if (d.handoff && d.volumeName) cachedPVs.add(d.volumeName);
+  cachedPVs.delete('');
+  if (cachedPVs.size) {
+    for (const name of cachedPVs) {
+      const cur = await rd.get(GVRs.PersistentVolume, undefined, name);
       if (cur && markedDiskIndex(cur) !== undefined && cur.metadata?.labels?.[LABEL_TASK_UID] === markers.taskUid) recordedPVs.push(cur);
     }
   } else {
@@ -555,22 +625,25 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     afterStep(action.step, d.index);
     const done = action.step === Step.SettleVolume;
     return {
+      stepped: action.step,
       state: 'progress',
       disks: [...out, evidence(d, o, done ? DISK_DONE : action.step), ...rest],
       message: `disk ${d.index}: ${action.step}`,
-      requeueAfterMs: UNWATCHED_STEPS.has(action.step) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
+      requeueAfterMs: UNWATCHED_STEPS.has(action.step) && !outputsWatched(ctx) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
     };
   }
 
   // Every disk settled: the VMInstance, then the scaffolding VM goes.
-  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName), scaffoldingVM: input.forkliftVM };
-  // Once the VMInstance exists: its disks' releases too (read afresh: nothing watches the aggregated API).
-  if (vmObs.vmInstance) vmObs.vmDisks = await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.get(GVRs.VMDisk, ns, d.vmDisk) })));
+  // Our outputs carry the task's labels and the names were checked free before the first write: an
+  // absence from the (label-filtered) cache is one not made yet (see observeOutputs).
+  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName, { trustAbsence: true }), scaffoldingVM: input.forkliftVM };
+  // Once the VMInstance exists: its disks' releases too.
+  if (vmObs.vmInstance) vmObs.vmDisks = await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.get(GVRs.VMDisk, ns, d.vmDisk, { trustAbsence: true }) })));
   const va = nextVMStep(vmObs, m);
   if (va.type === 'fail') return failed(va.reason, va.message, out);
   if (va.type === 'wait') {
     log.debug(va.message);
-    return { state: 'progress', disks: out, vmInstance: input.vmName, message: va.message, requeueAfterMs: RELEASE_WAIT_REQUEUE_MS };
+    return { state: 'progress', disks: out, vmInstance: input.vmName, message: va.message, requeueAfterMs: outputsWatched(ctx) ? WAIT_REQUEUE_MS : RELEASE_WAIT_REQUEUE_MS };
   }
   if (va.type === 'done') return { state: 'done', disks: out, vmInstance: input.vmName };
   log.info({ step: va.step }, 'handoff step');
@@ -598,10 +671,11 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   }
   afterStep(va.step, undefined);
   return {
+    stepped: va.step,
     state: 'progress',
     disks: out,
     vmInstance: input.vmName,
     message: va.step,
-    requeueAfterMs: UNWATCHED_STEPS.has(va.step) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
+    requeueAfterMs: UNWATCHED_STEPS.has(va.step) && !outputsWatched(ctx) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
   };
 }
