@@ -304,8 +304,7 @@ function vmId(disks: 1 | 4, i: number): string {
 
 export async function startEnv(o: EnvOptions = {}): Promise<BenchEnv> {
   const t0 = Date.now();
-  // BENCH_KEEP_DIR=1 keeps the control plane's directory (its logs, the controllers' logs) after the run.
-  const cp = await ControlPlane.start({ auditLog: o.auditLog !== false, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true, keepDir: process.env.BENCH_KEEP_DIR === '1' });
+  const cp = await ControlPlane.start({ auditLog: o.auditLog !== false, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true });
   const admin = new KubeClient(kubeConfigFor(cp.info.admin.kubeconfigPath), { fieldManager: 'bench' });
   await applyCRDs(admin, join(REPO_ROOT, 'crds'));
   const n1 = o.oneDiskVMs ?? 0;
@@ -452,8 +451,7 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
     '--metrics-port', String(mp),
     '--webhook-port', String(await freePort()),
     '--service-cidr', SERVICE_CIDR,
-    // BENCH_CONTROLLER_LOG_LEVEL=info keeps the handoff's per-step lines (timestamps per step).
-    '--log-level', o.logLevel ?? process.env.BENCH_CONTROLLER_LOG_LEVEL ?? 'warn',
+    '--log-level', o.logLevel ?? 'warn',
     '--workers', String(o.workers ?? 4),
   ];
   if (o.vddk !== false) args.push('--vddk-image', VDDK_IMAGE);

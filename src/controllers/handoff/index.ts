@@ -492,11 +492,11 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
  * reason); throws only for transient API errors (the caller retries with backoff).
  */
 export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInput): Promise<HandoffOutcome> {
-  const { outcome: first, input: seen } = await chainedPass(ctx, input);
+  const first = await chainedPass(ctx, input);
   // A pass that took a step or waits returns as it is. A verdict — every disk and the VM done, or the VM
-  // failed — is confirmed on a live observation before it is returned.
+  // failed — was reached without a write and is confirmed on a live observation before it is returned.
   if (first.state === 'progress') return first;
-  const verdict = await handoffPass(ctx, seen, reader(ctx, true));
+  const verdict = await handoffPass(ctx, input, reader(ctx, true));
   if (verdict.state !== 'progress') for (const d of verdict.disks) knownVMDisks.delete(vmDiskKey(input.task.metadata.namespace ?? '', d.vmDisk));
   return verdict;
 }
@@ -512,7 +512,7 @@ export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInpu
  * lags; it is evidence, never the source of truth (the crash suites kill the controller after every step).
  * Chaining saves a status write and a reconcile pass per step that needs no one else — most of them.
  */
-async function chainedPass(ctx: ReconcileContext, input: HandoffInput): Promise<{ outcome: HandoffOutcome; input: HandoffInput }> {
+async function chainedPass(ctx: ReconcileContext, input: HandoffInput): Promise<HandoffOutcome> {
   // A bound on the chain, against a decision that keeps choosing a step that changes nothing: every
   // disk step once and every VM step once, plus one pass that observes the end.
   const disks = Math.max(1, input.status.disks?.length ?? 0, input.transferClaims.length);
@@ -521,15 +521,12 @@ async function chainedPass(ctx: ReconcileContext, input: HandoffInput): Promise<
   let out: (HandoffOutcome & { stepped?: StepName }) | undefined;
   for (let i = 0; i < limit; i++) {
     out = await handoffPass(ctx, cur, reader(ctx, false));
-    if (out.state !== 'progress' || !out.stepped) return { outcome: out, input: cur };
+    if (out.state !== 'progress' || !out.stepped) return out;
     cur = { ...cur, status: { ...cur.status, disks: out.disks, vmInstance: out.vmInstance ?? cur.status.vmInstance } };
-    if (out.stepped === Step.DeleteScaffoldingVM && cur.forkliftVM) {
-      // The caller's scaffolding VM predates its deletion: read it again (gone, or terminating), so the
-      // next pass — and the verdict's live one — reach the end now instead of after its watch event.
-      cur = { ...cur, forkliftVM: await ctx.client.get<KubeObject>(GVRs.VirtualMachine, cur.forkliftVM.metadata?.namespace, cur.forkliftVM.metadata?.name ?? '') };
-    }
+    // The scaffolding VM's deletion is the last step; what follows is the verdict's own pass.
+    if (out.stepped === Step.DeleteScaffoldingVM) return out;
   }
-  return { outcome: out!, input: cur };
+  return out!;
 }
 
 
