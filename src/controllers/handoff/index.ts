@@ -56,7 +56,7 @@ import {
   type Markers,
   type VMObservation,
 } from './plan.ts';
-import { DISK_DONE, DISK_STEPS, Step, VM_STEPS, type StepName } from './steps.ts';
+import { DISK_DONE, DISK_STEPS, Step, type StepName } from './steps.ts';
 
 export { HANDOFF_STEPS, DISK_STEPS, VM_STEPS, Step, type StepName } from './steps.ts';
 export { nextStep, nextVMStep, type DiskObservation, type DiskAction, type VMObservation, type VMAction } from './plan.ts';
@@ -291,11 +291,11 @@ export function vmDiskCreatedBy(checkpoint: string | undefined): boolean {
 /** Reads everything one disk's decision depends on. */
 async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promise<DiskObservation> {
   const ns = input.task.metadata.namespace!;
-  // Forklift labels its transfer claims and DataVolumes with the Plan's UID (planLabels, kPlan:
+  // Forklift labels its transfer claims and DataVolumes with the Plan's UID (kPlan,
   // kubev2v/forklift@v2.11.5:pkg/controller/plan/kubevirt.go), which the task's caches select on. Once
-  // the recorded checkpoint says this handoff deleted the claim, its absence from the cache is believed;
-  // before that an absence is asked of the API server (acting on a claim wrongly believed gone would
-  // rebind a volume still bound to it).
+  // the recorded checkpoint says this handoff deleted one, its absence from the cache is believed; before
+  // that an absence is asked of the API server (acting on a claim wrongly believed gone would rebind a
+  // volume still bound to it).
   const checkpoint = d.previous?.handoff;
   const transferClaim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName, { trustAbsence: pastStep(checkpoint, Step.DeleteTransferClaim) });
   const volumeName =
@@ -308,9 +308,7 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
   const ownerUids = new Set((transferClaim?.metadata?.ownerReferences ?? []).map((r) => r.uid));
   const transferDataVolumes: KubeObject[] = [];
   for (const name of dvNames) {
-    // Before the volume is marked, an absence is confirmed live; Forklift makes no transfer DataVolume
-    // after it reported the VM Succeeded, so once marked the cache's absence stands.
-    const dv = await rd.get(GVRs.DataVolume, ns, name, { trustAbsence: !!d.recorded || pastStep(checkpoint, Step.DeleteTransferDataVolume) });
+    const dv = await rd.get(GVRs.DataVolume, ns, name, { trustAbsence: pastStep(checkpoint, Step.DeleteTransferDataVolume) });
     if (dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id)) transferDataVolumes.push(dv);
   }
 
@@ -492,7 +490,7 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
  * reason); throws only for transient API errors (the caller retries with backoff).
  */
 export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInput): Promise<HandoffOutcome> {
-  const first = await chainedPass(ctx, input);
+  const first = await handoffPass(ctx, input, reader(ctx, false));
   // A pass that took a step or waits returns as it is. A verdict — every disk and the VM done, or the VM
   // failed — was reached without a write and is confirmed on a live observation before it is returned.
   if (first.state === 'progress') return first;
@@ -501,36 +499,7 @@ export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInpu
   return verdict;
 }
 
-/**
- * Steps taken in one call, one after another, until one must wait for another actor (the PV controller,
- * CDI, the garbage collector, a Helm release) or the handoff reaches a verdict. Each step is decided on a
- * fresh observation that includes the step before it (our own writes answer through the expectations), and
- * the caller records the evidence of the last one with the VM's phase in one status write. A crash after
- * any of them resumes correctly for the reason a crash between a step and its status write always did:
- * the handoff's state lives on the objects it changes (the first step marks the volume as disk i, and
- * every later step is recognised as done by the object it changed), so the recorded checkpoint only ever
- * lags; it is evidence, never the source of truth (the crash suites kill the controller after every step).
- * Chaining saves a status write and a reconcile pass per step that needs no one else — most of them.
- */
-async function chainedPass(ctx: ReconcileContext, input: HandoffInput): Promise<HandoffOutcome> {
-  // A bound on the chain, against a decision that keeps choosing a step that changes nothing: every
-  // disk step once and every VM step once, plus one pass that observes the end.
-  const disks = Math.max(1, input.status.disks?.length ?? 0, input.transferClaims.length);
-  const limit = disks * DISK_STEPS.length + VM_STEPS.length + 1;
-  let cur = input;
-  let out: (HandoffOutcome & { stepped?: StepName }) | undefined;
-  for (let i = 0; i < limit; i++) {
-    out = await handoffPass(ctx, cur, reader(ctx, false));
-    if (out.state !== 'progress' || !out.stepped) return out;
-    cur = { ...cur, status: { ...cur.status, disks: out.disks, vmInstance: out.vmInstance ?? cur.status.vmInstance } };
-    // The scaffolding VM's deletion is the last step; what follows is the verdict's own pass.
-    if (out.stepped === Step.DeleteScaffoldingVM) return out;
-  }
-  return out!;
-}
-
-
-async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reader): Promise<HandoffOutcome & { stepped?: StepName }> {
+async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reader): Promise<HandoffOutcome> {
   const ns = input.task.metadata.namespace!;
   const markers: OutputMarkers = { taskUid: input.task.metadata.uid!, taskName: input.task.metadata.name!, vmId: input.spec.id };
   const m: Markers = markers;
@@ -542,14 +511,10 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   const pvLabels = { [LABEL_TASK_UID]: markers.taskUid, [LABEL_VM_ID]: markers.vmId };
   const pvCache = rd.live ? undefined : ctx.cache(GVRs.PersistentVolume);
   let recordedPVs: KubeObject[] = [];
-  // With the volumes the recorded evidence names (a volume this process just marked may not have reached
-  // the cache yet: the read below answers with the write).
-  const cachedPVs = new Set((pvCache?.list(undefined, pvLabels) ?? []).map((pv) => pv.metadata?.name ?? ''));
-  if (pvCache) for (const d of input.status.disks ?? []) if (d.handoff && d.volumeName) cachedPVs.add(d.volumeName);
-  cachedPVs.delete('');
-  if (cachedPVs.size) {
-    for (const name of cachedPVs) {
-      const cur = await rd.get(GVRs.PersistentVolume, undefined, name);
+  const cachedPVs = pvCache?.list(undefined, pvLabels) ?? [];
+  if (cachedPVs.length) {
+    for (const pv of cachedPVs) {
+      const cur = await rd.get(GVRs.PersistentVolume, undefined, pv.metadata?.name);
       if (cur && markedDiskIndex(cur) !== undefined && cur.metadata?.labels?.[LABEL_TASK_UID] === markers.taskUid) recordedPVs.push(cur);
     }
   } else {
@@ -622,7 +587,6 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     afterStep(action.step, d.index);
     const done = action.step === Step.SettleVolume;
     return {
-      stepped: action.step,
       state: 'progress',
       disks: [...out, evidence(d, o, done ? DISK_DONE : action.step), ...rest],
       message: `disk ${d.index}: ${action.step}`,
@@ -668,7 +632,6 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   }
   afterStep(va.step, undefined);
   return {
-    stepped: va.step,
     state: 'progress',
     disks: out,
     vmInstance: input.vmName,
