@@ -8,20 +8,14 @@
 //   - deleted(uid): the cache must show the object gone, replaced or terminating;
 //   - exists(): a create answered AlreadyExists, so something is there the cache may not hold;
 //   - stale(): a write met a conflict, so the cache is behind the server for this object.
-// While a write's expectation is open, a read of that object answers with what the write returned — the
-// newest state this process knows, no request needed — as long as the cache is provably behind it (its
-// resourceVersion, and the resourceVersion the whole cache is current to, are older than the write's;
-// both are etcd revisions). A cache that has moved past the write (someone wrote after us, or deleted the
-// object) closes the expectation and answers. Where resourceVersions cannot be ordered, and for the other
-// expectations, reads of that object go to the API server. A live read that returns what the cache holds
-// closes it too, and every expectation lapses after `ttlMs` so a missed event cannot pin an object to
-// live reads forever.
+// While an expectation is open, reads of that object go to the API server. A live read that returns what
+// the cache holds closes it too (someone wrote after us and the cache has caught up), and every
+// expectation lapses after `ttlMs` so a missed event cannot pin an object to live reads forever.
 import { gvrKey, type GVR } from './gvr.ts';
 import type { KubeObject } from './kube.ts';
 import type { ReconcileContext } from './reconciler.ts';
-import { compareResourceVersions } from './resourceversion.ts';
 
-type Expectation = { kind: 'rv'; rv: string; obj: KubeObject } | { kind: 'deleted'; uid?: string } | { kind: 'exists' } | { kind: 'stale' };
+type Expectation = { kind: 'rv'; rv: string } | { kind: 'deleted'; uid?: string } | { kind: 'exists' } | { kind: 'stale' };
 
 /**
  * An expectation lapses after this long. Watch events arrive in milliseconds; a minute covers a slow,
@@ -32,8 +26,6 @@ export const EXPECTATION_TTL_MS = 60_000;
 export interface ReadCounters {
   cache: number;
   live: number;
-  /** Answered by this process's own last write while the cache was behind it. */
-  written?: number;
 }
 
 export class Expectations {
@@ -66,7 +58,7 @@ export class Expectations {
   /** Our write returned `obj`: until the cache shows its resourceVersion, read this object live. */
   wrote(gvr: GVR, obj: KubeObject | undefined): void {
     const rv = obj?.metadata?.resourceVersion;
-    if (rv) this.set(gvr, obj.metadata?.namespace, obj.metadata?.name, { kind: 'rv', rv, obj });
+    if (rv) this.set(gvr, obj.metadata?.namespace, obj.metadata?.name, { kind: 'rv', rv });
   }
 
   /** We deleted the object with this UID. */
@@ -125,18 +117,6 @@ export class Expectations {
     if (e && e.until < this.now()) {
       this.open.delete(k);
       e = undefined;
-    }
-    if (e?.kind === 'rv' && !satisfied(e, cached)) {
-      // The cache moved past our write (a later write, or a delete) or is provably behind it.
-      const objectOrder = cached ? compareResourceVersions(cached.metadata?.resourceVersion, e.rv) : -1;
-      const cacheOrder = compareResourceVersions(cache.resourceVersion, e.rv);
-      if (objectOrder === 1 || (objectOrder !== undefined && cacheOrder !== undefined && cacheOrder >= 0)) {
-        this.open.delete(k);
-        e = undefined;
-      } else if (objectOrder === -1 && cacheOrder === -1) {
-        if (o.counters) o.counters.written = (o.counters.written ?? 0) + 1;
-        return e.obj;
-      }
     }
     if (e) {
       if (satisfied(e, cached)) {

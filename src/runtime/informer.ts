@@ -8,7 +8,6 @@ import type { GVR } from './gvr.ts';
 import { isGone, type KubeClient, type KubeObject } from './kube.ts';
 import type { Cache } from './reconciler.ts';
 import { IndexedMap } from './indexer.ts';
-import { compareResourceVersions } from './resourceversion.ts';
 
 export interface InformerHandlers {
   add?(obj: KubeObject): void;
@@ -77,11 +76,6 @@ export class Store<T extends KubeObject = KubeObject> implements Cache<T> {
   synced = false;
   /** The server-side selector the informer lists with: an object outside it is never in this store. */
   readonly labelSelector: string | undefined;
-  /**
-   * The resourceVersion the store is current to: the last list's, event's or bookmark's. Everything the
-   * server did up to it is in the store (expectations.ts compares our own writes against it).
-   */
-  resourceVersion: string | undefined;
   constructor(labelSelector?: string) {
     this.labelSelector = labelSelector || undefined;
   }
@@ -131,18 +125,7 @@ export class UnionCache<T extends KubeObject = KubeObject> implements Cache<T> {
   hasSynced(): boolean {
     return this.stores.every((s) => s.hasSynced());
   }
-  /** Current to the least current of its stores. */
-  get resourceVersion(): string | undefined {
-    let min: string | undefined;
-    for (const s of this.stores) {
-      const rv = s.resourceVersion;
-      if (rv === undefined) return undefined;
-      if (min === undefined || compareResourceVersions(rv, min) === -1) min = rv;
-    }
-    return min;
-  }
 }
-
 
 export class Informer {
   readonly gvr: GVR;
@@ -230,7 +213,6 @@ export class Informer {
       }
     }
     this.rv = list.metadata.resourceVersion;
-    this.store.resourceVersion = this.rv;
     if (!this.store.synced) {
       this.store.synced = true;
       for (const w of this.syncWaiters.splice(0)) w();
@@ -240,11 +222,9 @@ export class Informer {
   private onEvent(type: string, o: KubeObject): void {
     const rv = o.metadata?.resourceVersion;
     if (type === 'BOOKMARK') {
-      if (rv) this.rv = this.store.resourceVersion = rv;
+      if (rv) this.rv = rv;
       return;
     }
-    // Before the handlers run: a reconcile they wake finds the store current to this event.
-    if (rv) this.store.resourceVersion = rv;
     const k = objKey(o);
     const old = this.store.items.get(k);
     if (type === 'ADDED' || type === 'MODIFIED') {

@@ -30,8 +30,6 @@ export interface Cache<T extends KubeObject = KubeObject> {
    * the cache may still exist (it lacks the labels), and only the API server can say.
    */
   readonly labelSelector?: string;
-  /** The resourceVersion the cache is current to (its last list, event or bookmark), when known. */
-  readonly resourceVersion?: string;
 }
 
 export interface Watch {

@@ -83,8 +83,8 @@ export interface HandoffOutcome {
 }
 
 /**
- * After a step whose write no watch reports (the VMDisk and the VMInstance, where Cozystack's aggregated
- * API serves no watch: see outputsWatched): look again almost at once.
+ * After a step whose write no watch reports (the VMDisk and the VMInstance: apps.cozystack.io is served by
+ * Cozystack's aggregated API, which this controller does not watch): look again almost at once.
  */
 export const AFTER_STEP_REQUEUE_MS = 20;
 /**
@@ -103,18 +103,10 @@ const UNWATCHED_STEPS: ReadonlySet<StepName> = new Set([Step.CreateVMDisk, Step.
 export const WAIT_REQUEUE_MS = 5_000;
 
 /**
- * While a VMDisk's or the VMInstance's Helm release deploys and the aggregated API serves no watch:
- * nothing reports it, so look again at this pace — a release takes seconds to minutes.
+ * While a VMDisk's or the VMInstance's Helm release deploys: nothing this controller watches reports it
+ * (the aggregated API is not watched), so look again at this pace — a release takes seconds to minutes.
  */
 export const RELEASE_WAIT_REQUEUE_MS = 2_000;
-
-/**
- * The task watches VMDisks and VMInstances (discovery found them served with watch, and the caches are
- * synced): their creation and their release's readiness wake the task, so no fast poll is needed.
- */
-function outputsWatched(ctx: ReconcileContext): boolean {
-  return !!ctx.cache(GVRs.VMDisk) && !!ctx.cache(GVRs.VMInstance);
-}
 
 /** Test seam: called right after each step's API write (the crash-safety tests crash here). */
 export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void } = {};
@@ -196,24 +188,12 @@ export const handoffExpectations = new Expectations();
 interface Reader {
   live: boolean;
   counters: ReadCounters;
-  /**
-   * `trustAbsence`: the object, when it exists and is the one the decision is about, carries the labels
-   * the cache is filtered on, so its absence from the synced cache is believed (see Expectations.get).
-   */
-  get(gvr: GVR, ns: string | undefined, name: string | undefined, o?: { trustAbsence?: boolean }): Promise<KubeObject | undefined>;
+  get(gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined>;
 }
 
 function reader(ctx: ReconcileContext, live: boolean): Reader {
-  const counters: ReadCounters = { cache: 0, live: 0, written: 0 };
-  return { live, counters, get: (gvr, ns, name, o) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters, trustAbsence: o?.trustAbsence }) };
-}
-
-/** The disk's recorded checkpoint is `step` or later: that step's write was made. */
-function pastStep(checkpoint: string | undefined, step: StepName): boolean {
-  if (!checkpoint) return false;
-  if (checkpoint === DISK_DONE) return true;
-  const i = DISK_STEPS.indexOf(checkpoint as StepName);
-  return i >= 0 && i >= DISK_STEPS.indexOf(step);
+  const counters: ReadCounters = { cache: 0, live: 0 };
+  return { live, counters, get: (gvr, ns, name) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters }) };
 }
 
 /**
@@ -263,18 +243,13 @@ const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
  * claim is bound and its DataVolume exists (steps 9 and 10), and on a live pass. A foreign VMDisk made in
  * between is met by our create's AlreadyExists, which the next (live) read turns into the verdict.
  */
-async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean; trustAbsence?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
-  // Our outputs carry the task's labels (render.ts markerLabels), which the task's caches select on: once
-  // the live check before the first write found the names free, an output absent from the cache is one
-  // not made yet. A foreign object taking the name later is met by our create's AlreadyExists, which
-  // makes the next read of it live (Expectations.exists).
-  const trustAbsence = o.trustAbsence;
-  const [claim, dataVolume] = await Promise.all([rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName, { trustAbsence }), rd.get(GVRs.DataVolume, ns, d.claimName, { trustAbsence })]);
+async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
+  const [claim, dataVolume] = await Promise.all([rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName), rd.get(GVRs.DataVolume, ns, d.claimName)]);
   const needVMDisk = o.vmDisk || rd.live || (!!dataVolume && (claim?.status as { phase?: string } | undefined)?.phase === 'Bound');
   let vmDiskObject: KubeObject | undefined;
   if (needVMDisk) {
     const known = rd.live ? undefined : knownVMDisks.get(vmDiskKey(ns, d.vmDisk));
-    vmDiskObject = known ?? (await rd.get(GVRs.VMDisk, ns, d.vmDisk, { trustAbsence }));
+    vmDiskObject = known ?? (await rd.get(GVRs.VMDisk, ns, d.vmDisk));
     if (vmDiskObject && !known && hasOutputMarkers(vmDiskObject, markers)) knownVMDisks.set(vmDiskKey(ns, d.vmDisk), vmDiskObject);
   }
   return { claim, dataVolume, vmDiskObject };
@@ -291,13 +266,7 @@ export function vmDiskCreatedBy(checkpoint: string | undefined): boolean {
 /** Reads everything one disk's decision depends on. */
 async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promise<DiskObservation> {
   const ns = input.task.metadata.namespace!;
-  // Forklift labels its transfer claims and DataVolumes with the Plan's UID (kPlan,
-  // kubev2v/forklift@v2.11.5:pkg/controller/plan/kubevirt.go), which the task's caches select on. Once
-  // the recorded checkpoint says this handoff deleted one, its absence from the cache is believed; before
-  // that an absence is asked of the API server (acting on a claim wrongly believed gone would rebind a
-  // volume still bound to it).
-  const checkpoint = d.previous?.handoff;
-  const transferClaim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName, { trustAbsence: pastStep(checkpoint, Step.DeleteTransferClaim) });
+  const transferClaim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName);
   const volumeName =
     d.recorded?.metadata?.name ?? d.previous?.volumeName ?? ((transferClaim?.spec as { volumeName?: string } | undefined)?.volumeName || undefined);
   const volume = await rd.get(GVRs.PersistentVolume, undefined, volumeName);
@@ -308,13 +277,12 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
   const ownerUids = new Set((transferClaim?.metadata?.ownerReferences ?? []).map((r) => r.uid));
   const transferDataVolumes: KubeObject[] = [];
   for (const name of dvNames) {
-    const dv = await rd.get(GVRs.DataVolume, ns, name, { trustAbsence: pastStep(checkpoint, Step.DeleteTransferDataVolume) });
+    const dv = await rd.get(GVRs.DataVolume, ns, name);
     if (dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id)) transferDataVolumes.push(dv);
   }
 
   const vmDiskCreated = vmDiskCreatedBy(d.previous?.handoff);
-  // Recorded volumes exist only after the handoff's first write, which the live check of the names precedes.
-  const outputs = await observeOutputs(rd, ns, d, { taskUid: input.task.metadata.uid!, vmId: input.spec.id }, { vmDisk: vmDiskCreated, trustAbsence: !!d.recorded });
+  const outputs = await observeOutputs(rd, ns, d, { taskUid: input.task.metadata.uid!, vmId: input.spec.id }, { vmDisk: vmDiskCreated });
   return {
     vmDiskCreated,
     index: d.index,
@@ -590,21 +558,19 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
       state: 'progress',
       disks: [...out, evidence(d, o, done ? DISK_DONE : action.step), ...rest],
       message: `disk ${d.index}: ${action.step}`,
-      requeueAfterMs: UNWATCHED_STEPS.has(action.step) && !outputsWatched(ctx) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
+      requeueAfterMs: UNWATCHED_STEPS.has(action.step) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
     };
   }
 
   // Every disk settled: the VMInstance, then the scaffolding VM goes.
-  // Our outputs carry the task's labels and the names were checked free before the first write: an
-  // absence from the (label-filtered) cache is one not made yet (see observeOutputs).
-  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName, { trustAbsence: true }), scaffoldingVM: input.forkliftVM };
-  // Once the VMInstance exists: its disks' releases too.
-  if (vmObs.vmInstance) vmObs.vmDisks = await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.get(GVRs.VMDisk, ns, d.vmDisk, { trustAbsence: true }) })));
+  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName), scaffoldingVM: input.forkliftVM };
+  // Once the VMInstance exists: its disks' releases too (read afresh: nothing watches the aggregated API).
+  if (vmObs.vmInstance) vmObs.vmDisks = await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.get(GVRs.VMDisk, ns, d.vmDisk) })));
   const va = nextVMStep(vmObs, m);
   if (va.type === 'fail') return failed(va.reason, va.message, out);
   if (va.type === 'wait') {
     log.debug(va.message);
-    return { state: 'progress', disks: out, vmInstance: input.vmName, message: va.message, requeueAfterMs: outputsWatched(ctx) ? WAIT_REQUEUE_MS : RELEASE_WAIT_REQUEUE_MS };
+    return { state: 'progress', disks: out, vmInstance: input.vmName, message: va.message, requeueAfterMs: RELEASE_WAIT_REQUEUE_MS };
   }
   if (va.type === 'done') return { state: 'done', disks: out, vmInstance: input.vmName };
   log.info({ step: va.step }, 'handoff step');
@@ -636,6 +602,6 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     disks: out,
     vmInstance: input.vmName,
     message: va.step,
-    requeueAfterMs: UNWATCHED_STEPS.has(va.step) && !outputsWatched(ctx) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
+    requeueAfterMs: UNWATCHED_STEPS.has(va.step) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
   };
 }
