@@ -17,8 +17,9 @@ function controlPlaneProcesses(dir: string): string[] {
     .filter((l) => l.includes(dir) && /\b(etcd|kube-apiserver|kube-controller-manager)\b/.test(l));
 }
 
-test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs to Ready, lists Halted VMInstances, and leaves no process behind', async () => {
-  const child = spawn(NODE, [join(REPO_ROOT, 'scripts/demo.ts'), '--fast'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: '' } });
+/** Runs `scripts/demo.ts` as a newcomer would, with a deadline; fails unless it exits 0. */
+async function runDemo(args: string[]): Promise<{ stdout: string; both: string }> {
+  const child = spawn(NODE, [join(REPO_ROOT, 'scripts/demo.ts'), ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: '' } });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -33,6 +34,11 @@ test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs
   });
   const both = `${stdout}\n--- stderr ---\n${stderr}`;
   assert.equal(code, 0, both);
+  return { stdout, both };
+}
+
+test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs to Ready, lists Halted VMInstances, and leaves no process behind', async () => {
+  const { stdout, both } = await runDemo(['--fast']);
 
   // The control plane the demo started (its working folder is printed with the logs path).
   const logs = /logs in (\S+)/.exec(stdout)?.[1];
@@ -60,21 +66,7 @@ test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs
 });
 
 test('the warm demo shows precopies while the VMs run, triggers the cutover with the documented kubectl patch, and ends with Halted VMInstances and the precopies counted', async () => {
-  const child = spawn(NODE, [join(REPO_ROOT, 'scripts/demo.ts'), '--warm', '--fast'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: '' } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const code = await new Promise<number | null>((res) => {
-    // A deadline, not a sleep: the demo is killed (and the test fails) if it hangs.
-    const timer = setTimeout(() => child.kill('SIGINT'), 240_000);
-    child.on('exit', (c) => {
-      clearTimeout(timer);
-      res(c);
-    });
-  });
-  const both = `${stdout}\n--- stderr ---\n${stderr}`;
-  assert.equal(code, 0, both);
+  const { stdout, both } = await runDemo(['--warm', '--fast']);
   const logs = /logs in (\S+)/.exec(stdout)?.[1];
   assert.ok(logs, `no control-plane logs path in the output:\n${both}`);
 
