@@ -332,8 +332,13 @@ async function createOutput(ctx: ReconcileContext, gvr: GVR, obj: KubeObject): P
   }
 }
 
-/** Runs one disk step; returns a refusal message when the API refused an output. */
-async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o: DiskObservation, step: StepName, taskClassName: string): Promise<{ refused?: string }> {
+/**
+ * Runs one disk step; returns a refusal message when the API refused an output, and `conflicted` when the
+ * API server answered 409 Conflict: the write did not happen, so the step is not taken and its checkpoint
+ * must not be recorded. (A create answered Conflict, not AlreadyExists, created nothing: recording
+ * create-vmdisk for it would make the next pass read the missing VMDisk as deleted by someone, OutputDeleted.)
+ */
+async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o: DiskObservation, step: StepName, taskClassName: string): Promise<{ refused?: string; conflicted?: boolean }> {
   const ns = o.namespace;
   const c = ctx.client;
   const ex = handoffExpectations;
@@ -381,6 +386,7 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
         return {};
       }
       case Step.CreateClaim: {
+        target = [GVRs.PersistentVolumeClaim, ns, o.claimName];
         const facts = volumeFacts(pv);
         if (!facts) return { refused: `PersistentVolume ${pvName} states no capacity` };
         return await createOutput(ctx, GVRs.PersistentVolumeClaim, renderTargetClaim({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers }));
@@ -419,10 +425,12 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
         return {};
       }
       case Step.CreateDataVolume: {
+        target = [GVRs.DataVolume, ns, o.claimName];
         const facts = volumeFacts(pv)!;
         return await createOutput(ctx, GVRs.DataVolume, renderHandoffDataVolume({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers }));
       }
       case Step.CreateVMDisk: {
+        target = [GVRs.VMDisk, ns, o.vmDisk];
         const facts = volumeFacts(pv)!;
         return await createOutput(ctx, GVRs.VMDisk, renderVMDisk({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers }));
       }
@@ -447,7 +455,7 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
     // server for this object — the cache the step was decided on is behind it.
     if (isConflict(e)) {
       ex.stale(...target);
-      return {};
+      return { conflicted: true };
     }
     throw e;
   }
@@ -552,6 +560,11 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     log.info({ disk: d.index, step: action.step, volume: o.volume?.metadata?.name, reads: rd.counters }, 'handoff step');
     const r = await executeDiskStep(ctx, markers, o, action.step, input.className);
     if (r.refused) return failed(TaskReason.OutputRejected, r.refused, [...out, evidence(d, o, undefined), ...rest]);
+    if (r.conflicted) {
+      // Not taken: the checkpoint stays where it was, and the disk is observed again from the server.
+      log.info({ disk: d.index, step: action.step }, 'handoff step answered Conflict; observing again');
+      return { state: 'progress', disks: [...out, evidence(d, o, undefined), ...rest], message: `disk ${d.index}: ${action.step} (conflict, retrying)`, requeueAfterMs: 0 };
+    }
     afterStep(action.step, d.index);
     const done = action.step === Step.SettleVolume;
     return {

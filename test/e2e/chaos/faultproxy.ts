@@ -47,7 +47,20 @@ export interface FaultProxy {
   requests: number;
   /** Changes the rates from now on (a fault-free phase and a faulty phase through the same proxy). */
   setRates(r: FaultRates): void;
+  /**
+   * Answers the next `times` requests matching `method` and `path` with `code` instead of forwarding them
+   * (counted as `targeted:<code>`), whatever the rates: one chosen write failed, deterministically.
+   */
+  failNext(rule: TargetedFault): void;
   close(): Promise<void>;
+}
+
+export interface TargetedFault {
+  method: string;
+  path: RegExp;
+  code: 409 | 500;
+  /** How many matching requests are failed (default 1). */
+  times?: number;
 }
 
 function status(code: number, reason: string, message: string): string {
@@ -70,6 +83,19 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
   };
   const open = new Set<Duplex>();
   let requests = 0;
+  const targeted: Array<Required<TargetedFault>> = [];
+  const errorAnswer = (res: ServerResponse, k: string): void => {
+    if (k === '429') {
+      res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '1' });
+      res.end(status(429, 'TooManyRequests', 'the server has received too many requests and has asked us to try again later (injected)'));
+    } else if (k === '409') {
+      res.writeHead(409, { 'Content-Type': 'application/json' });
+      res.end(status(409, 'Conflict', 'Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again (injected)'));
+    } else {
+      res.writeHead(500, { 'Content-Type': 'application/json' });
+      res.end(status(500, 'InternalError', 'Internal error occurred: injected'));
+    }
+  };
 
   const forward = (req: IncomingMessage, res: ServerResponse, o: { reset: boolean; cutMs: number; watch: boolean }): void => {
     /** The stream is being ended from this side (a watch cut, the client gone), not by the API server. */
@@ -136,22 +162,21 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
     requests++;
     const watch = /[?&]watch=(true|1)/.test(req.url ?? '');
     const write = req.method !== 'GET';
+    const rule = targeted.find((t) => t.times > 0 && t.method === req.method && t.path.test((req.url ?? '').split('?')[0]!));
+    if (rule) {
+      rule.times--;
+      count(`targeted:${rule.code}`);
+      req.resume();
+      errorAnswer(res, String(rule.code));
+      return;
+    }
     const go = (): void => {
       if (!watch && rnd() < rates.error) {
         const kinds = write ? ['500', '429', '409'] : ['500', '429'];
         const k = kinds[Math.floor(rnd() * kinds.length)]!;
         count(k);
         req.resume();
-        if (k === '429') {
-          res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '1' });
-          res.end(status(429, 'TooManyRequests', 'the server has received too many requests and has asked us to try again later (injected)'));
-        } else if (k === '409') {
-          res.writeHead(409, { 'Content-Type': 'application/json' });
-          res.end(status(409, 'Conflict', 'Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again (injected)'));
-        } else {
-          res.writeHead(500, { 'Content-Type': 'application/json' });
-          res.end(status(500, 'InternalError', 'Internal error occurred: injected'));
-        }
+        errorAnswer(res, k);
         return;
       }
       const reset = !watch && rnd() < rates.reset;
@@ -180,6 +205,9 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
     },
     setRates(r: FaultRates) {
       rates = r;
+    },
+    failNext(rule: TargetedFault) {
+      targeted.push({ times: 1, ...rule });
     },
     close: async () => {
       for (const s of open) s.destroy();
