@@ -92,6 +92,21 @@ interface FileResult {
   cpu?: number;
   /** CPU seconds the plane's components spent while the file ran (the load its requests put on them). */
   planeCpu?: number;
+  /** For a failed file, the reporter's failure details (or the output's tail), repeated at the run's end. */
+  digest?: string;
+}
+
+// A failed file's details are repeated at the end of the run, where a CI log cut to its head and tail still
+// shows them; this many lines of each (a failing assertion with its diff and stack fits in it).
+const DIGEST_LINES = 60;
+
+/** The part of a file's output that says why it failed: node's "failing tests" section, else the tail. */
+function failureDigest(output: string): string {
+  const lines = output.split('\n');
+  const at = lines.findLastIndex((l) => l.includes('failing tests:'));
+  const part = at >= 0 ? lines.slice(at + 1) : lines.slice(-DIGEST_LINES);
+  const kept = part.slice(0, DIGEST_LINES);
+  return kept.join('\n') + (part.length > kept.length ? `\n… (${part.length - kept.length} more lines above, in the file's output)` : '');
 }
 
 // Each file's process reports its CPU here when it exits (test/e2e/env/cpu-report.ts).
@@ -169,7 +184,9 @@ function runFile(file: string, shard: number, descriptor: string, cp: ControlPla
       const seconds = Math.round((Date.now() - t0) / 100) / 10;
       const r: FileResult = { file, shard, code: timedOut ? 124 : (c ?? (sig ? 1 : 0)), seconds, cpu: fileCpu(report, leftovers), planeCpu: planeCpuTotal(cp) - plane0 };
       const verdict = timedOut ? `FAILED (no end within its deadline of ${Math.round(deadlineMs / 1000)} s; its process group was ended)` : r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`;
-      process.stdout.write(`\n── [plane ${shard + 1}] ${relative(REPO_ROOT, file)}: ${verdict} in ${r.seconds} s${r.cpu === undefined ? '' : ` (${r.cpu.toFixed(1)} CPU s, its plane ${r.planeCpu?.toFixed(1)} CPU s)`}\n${Buffer.concat(out).toString('utf8')}`);
+      const text = Buffer.concat(out).toString('utf8');
+      if (r.code !== 0) r.digest = failureDigest(text);
+      process.stdout.write(`\n── [plane ${shard + 1}] ${relative(REPO_ROOT, file)}: ${verdict} in ${r.seconds} s${r.cpu === undefined ? '' : ` (${r.cpu.toFixed(1)} CPU s, its plane ${r.planeCpu?.toFixed(1)} CPU s)`}\n${text}`);
       resolve(r);
     };
     child.on('close', finish);
@@ -318,6 +335,9 @@ if (byCpu.length) {
   }
 }
 rmSync(cpuDir, { recursive: true, force: true });
+for (const r of failedFiles) {
+  if (r.digest) console.log(`\n[testenv] why ${relative(REPO_ROOT, r.file)} failed (repeated from its output):\n${r.digest}`);
+}
 for (const r of failedFiles) console.log(`[testenv]   FAILED: ${relative(REPO_ROOT, r.file)} (plane ${r.shard + 1})`);
 for (const f of notRun) console.log(`[testenv]   not run: ${relative(REPO_ROOT, f)}`);
 

@@ -67,6 +67,8 @@ export interface Ctx {
   mbPerSecond: number;
   forkliftNamespace: string;
   inf: Informers;
+  /** Whether an object is this simulator's to play (test/sim/scope.ts); every informer filters by it. */
+  visible: (o: Obj) => boolean;
   stopping: boolean;
   /**
    * Name of the pipeline step that carries the disk transfer: `DiskTransfer` (cold raw copy), or what other

@@ -104,12 +104,12 @@ export class Forklift {
   async start(): Promise<void> {
     const { ctx } = this;
     const inf = ctx.inf;
-    inf.provider = new Informer(ctx.rest, R.Provider);
-    inf.host = new Informer(ctx.rest, R.Host);
-    inf.nmap = new Informer(ctx.rest, R.NetworkMap);
-    inf.smap = new Informer(ctx.rest, R.StorageMap);
-    inf.plan = new Informer(ctx.rest, R.Plan);
-    inf.migration = new Informer(ctx.rest, R.Migration);
+    inf.provider = new Informer(ctx.rest, R.Provider, ctx.visible);
+    inf.host = new Informer(ctx.rest, R.Host, ctx.visible);
+    inf.nmap = new Informer(ctx.rest, R.NetworkMap, ctx.visible);
+    inf.smap = new Informer(ctx.rest, R.StorageMap, ctx.visible);
+    inf.plan = new Informer(ctx.rest, R.Plan, ctx.visible);
+    inf.migration = new Informer(ctx.rest, R.Migration, ctx.visible);
     this.pq = new Queue((k) => this.reconcileProvider(k));
     this.hq = new Queue((k) => this.reconcileHost(k));
     this.mq = new Queue((k) => this.reconcileMap(k));

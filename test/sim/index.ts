@@ -11,11 +11,13 @@ import { Informer, type Obj, R, Rest, notFound, HttpError } from './rest.ts';
 import { Inventory, Webhook } from './servers.ts';
 import { SIM_PROVISIONER, Storage } from './storage.ts';
 import { World, type WorldFixture } from './world.ts';
+import { visibleIn } from './scope.ts';
 
 export { SIM_PROVISIONER, POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
 export { vcenter, World, contentIdentity, inServiceCIDR, type WorldFixture, type VCenterSpec, type VMFixture, type HostFixture, type DiskFixture, type VMFaults, type ConversionFailure } from './world.ts';
 export { CONTENT_ANNOTATION, SOURCE_ANNOTATION, NBD_ERROR, GUEST_CONVERSION_FAILED, VIRT_V2V_IMAGE } from './forklift.ts';
 export { INVENTORY_SECRET, NAME_LIMITS, appNameError } from './servers.ts';
+export { OWNER_LABEL, PROCESS_OWNER } from './scope.ts';
 export { DEFAULT_TIMINGS, type ForkliftVersion, type SimTimings } from './context.ts';
 
 const CRD_DIR = join(dirname(fileURLToPath(import.meta.url)), '../crds');
@@ -129,7 +131,10 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
   if (running) throw new Error('startSim: a simulator is already running in this process; stop() it first');
   const rest = new Rest(opts.kubeconfigPath);
   running = true;
-  const mk = (res: (typeof R)[keyof typeof R]): Informer => new Informer(rest, res);
+  // Namespaces first: the scope of every other informer is decided by their owner labels.
+  const namespaces = new Informer(rest, R.Namespace).start();
+  const visible = visibleIn((n) => namespaces.get(undefined, n));
+  const mk = (res: (typeof R)[keyof typeof R]): Informer => new Informer(rest, res, visible);
   const ctx: Ctx = {
     rest,
     forkliftVersion: opts.forkliftVersion ?? '2.11',
@@ -138,6 +143,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     mbPerSecond: opts.mbPerSecond ?? 16384,
     forkliftNamespace: opts.forkliftNamespace ?? 'cozy-forklift',
     transferStepName: opts.transferStepName ?? 'DiskTransfer',
+    visible,
     stopping: false,
     timers: new Set(),
     ...(opts.instanceTypes ? { instanceTypes: new Set(opts.instanceTypes) } : {}),
@@ -156,6 +162,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     forklift?.stop();
     storage?.stop();
     for (const i of Object.values(ctx.inf)) (i as Informer | undefined)?.stop();
+    namespaces.stop();
     await webhook?.stop().catch(() => undefined);
     await inventory?.stop().catch(() => undefined);
     rest.close();
@@ -181,6 +188,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     } catch (e) {
       if (!(e instanceof HttpError && e.code === 409)) throw e;
     }
+    await namespaces.synced;
     storage = new Storage(ctx);
     for (const i of Object.values(ctx.inf)) (i as Informer).start();
     await Promise.all(Object.values(ctx.inf).map((i) => (i as Informer).synced));

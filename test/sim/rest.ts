@@ -262,9 +262,13 @@ export class Informer {
   private resolveSynced!: () => void;
   private stopped = false;
 
-  constructor(rest: Rest, res: Res) {
+  /** Objects this informer never caches nor reports (another process's namespaces: test/sim/scope.ts). */
+  private readonly visible: (o: Obj) => boolean;
+
+  constructor(rest: Rest, res: Res, visible: (o: Obj) => boolean = () => true) {
     this.rest = rest;
     this.res = res;
+    this.visible = visible;
     this.synced = new Promise((r) => (this.resolveSynced = r));
   }
 
@@ -299,6 +303,7 @@ export class Informer {
           for (const o of l.items) {
             o.apiVersion = apiVersionOf(this.res);
             o.kind = this.res.kind;
+            if (!this.visible(o)) continue;
             const k = keyOf(o);
             seen.add(k);
             const old = this.cache.get(k);
@@ -328,6 +333,7 @@ export class Informer {
           rv = o.metadata.resourceVersion ?? rv;
           const k = keyOf(o);
           const old = this.cache.get(k);
+          if (!old && !this.visible(o)) return;
           if (type === 'DELETED') {
             this.cache.delete(k);
             this.emit('DELETED', o, old);

@@ -15,6 +15,7 @@ import { KubeClient } from '../../../src/runtime/kube.ts';
 import { GVRs, type GVR } from '../../../src/runtime/gvr.ts';
 import { helmTemplate, tenantRoles } from '../../../scripts/demo/tools.ts';
 import { waitIntervals } from './wait.ts';
+import { OWNER_LABEL, PROCESS_OWNER } from '../../sim/scope.ts';
 
 export { WAIT_BACKOFF, waitIntervals } from './wait.ts';
 export { ControlPlane, type ControlPlaneInfo, type Identity, SERVICE_CIDR, TENANT_NAMES, TENANT_ROLES_FIXTURE, freePort, writeKubeconfig, findAssets } from './controlplane.ts';
@@ -87,12 +88,15 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
   }
 }
 
-/** Creates a namespace with a unique name (label `e2e=true`) and returns its name. */
+/**
+ * Creates a namespace with a unique name (label `e2e=true`, and this process's owner label: the simulator
+ * of a later file on the same plane leaves it alone, test/sim/scope.ts) and returns its name.
+ */
 export async function freshNamespace(prefix = 'e2e', labels: Record<string, string> = {}): Promise<string> {
   const kc = await adminKubeConfig();
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const name = `${prefix}-${randomBytes(3).toString('hex')}`.toLowerCase();
-  await core.createNamespace({ body: { metadata: { name, labels: { e2e: 'true', ...labels } } } });
+  await core.createNamespace({ body: { metadata: { name, labels: { e2e: 'true', [OWNER_LABEL]: PROCESS_OWNER, ...labels } } } });
   return name;
 }
 
