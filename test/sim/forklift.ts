@@ -86,7 +86,9 @@ export class Forklift {
   private readonly runs = new Map<string, Run>();
   /** Logs of the virt-v2v pods, by namespace/name. */
   private readonly podLogs = new Map<string, string>();
-  private readonly writeChains = new Map<string, Promise<void>>();
+  private readonly writeChains = new Map<string, Promise<boolean>>();
+  /** Plans whose refused status write is to be redone (one pending redo each). */
+  private readonly planRedo = new Set<string>();
   private readonly dirty = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   private queues: Queue[] = [];
@@ -539,21 +541,38 @@ export class Forklift {
     }
   }
 
-  /** Writes validation + runtime state of a plan; serialized per plan. */
-  private writePlan(key: string): Promise<void> {
-    const prev = this.writeChains.get(key) ?? Promise.resolve();
-    const attempt = async (): Promise<void> => {
+  /**
+   * Writes validation + runtime state of a plan; serialized per plan. True once written (or nothing to write).
+   * A write the API server refused or cut off is redone on a later pass (SlowReQ), computed afresh from the
+   * state then: Forklift's Reconcile returns the failed updatePlanStatus as its error and is requeued
+   * (kubev2v/forklift@v2.11.5:pkg/controller/plan/controller.go execute, updatePlanStatus;
+   * pkg/controller/base/controller.go Ended), so a Plan never stays at what it showed before (ValidatingVDDK,
+   * say) because one write was lost.
+   */
+  private writePlan(key: string): Promise<boolean> {
+    const prev = this.writeChains.get(key) ?? Promise.resolve(true);
+    const attempt = async (): Promise<boolean> => {
       // Another writer (a user editing the Plan, the API server's own bookkeeping) raced us: read again.
       for (let i = 0; ; i++) {
         try {
-          return await this.doWritePlan(key);
+          await this.doWritePlan(key);
+          return true;
         } catch (e) {
           if (!conflict(e) || i >= 4) throw e;
         }
       }
     };
     const next = prev.then(attempt).catch((e) => {
-      if (!this.ctx.stopping) console.error(`[sim] plan status ${key}: ${(e as Error).message}`);
+      if (this.ctx.stopping) return false;
+      console.error(`[sim] plan status ${key}: ${(e as Error).message}; redone in ${SLOW_REQ_MS} ms`);
+      if (!this.planRedo.has(key)) {
+        this.planRedo.add(key);
+        later(this.ctx, SLOW_REQ_MS, () => {
+          this.planRedo.delete(key);
+          void this.writePlan(key);
+        });
+      }
+      return false;
     });
     this.writeChains.set(key, next);
     return next;
@@ -648,11 +667,23 @@ export class Forklift {
     }, this.ctx.timings.tickMs);
   }
 
+  /** A running Migration's status written; one that was not taken is redone after SlowReQ (see writePlan). */
   private async flush(run: Run): Promise<void> {
-    if (this.ctx.stopping) return;
+    if (!(await this.flushOnce(run)) && !this.ctx.stopping) later(this.ctx, SLOW_REQ_MS, () => this.markDirty(run));
+  }
+
+  /** True when both the Plan's and the Migration's status are written. */
+  private async flushOnce(run: Run): Promise<boolean> {
+    if (this.ctx.stopping) return false;
     // Plan first: whoever sees the Migration finished must find the Plan's history already written.
-    await this.writePlan(run.planKey);
-    await this.writeMigration(run).catch((e) => console.error(`[sim] migration status: ${(e as Error).message}`));
+    if (!(await this.writePlan(run.planKey))) return false;
+    return await this.writeMigration(run).then(
+      () => true,
+      (e) => {
+        if (!this.ctx.stopping) console.error(`[sim] migration status: ${(e as Error).message}; redone in ${SLOW_REQ_MS} ms`);
+        return false;
+      },
+    );
   }
 
   private async reconcileMigration(key: string): Promise<void> {
@@ -710,7 +741,12 @@ export class Forklift {
   }
 
   private async finish(run: Run): Promise<void> {
-    await this.flush(run);
+    // The run's end is written before the run is let go: once it is gone from `runs`, a redone Plan write
+    // would no longer know the result. Forklift likewise redoes a pass until its status write is taken.
+    while (!(await this.flushOnce(run))) {
+      if (this.ctx.stopping) return;
+      await sleep(this.ctx, SLOW_REQ_MS);
+    }
     this.runs.delete(run.planKey);
     // Another Migration of the same plan may be waiting.
     const [ns, name] = run.planKey.split('/') as [string, string];
@@ -871,16 +907,7 @@ export class Forklift {
       create.phase = 'Running';
       create.started = now();
       await phase('CreateVM');
-      const target = await this.createVM(run, plan, vm, st, tns, labels, claims);
-      // EnsureVM (pkg/controller/plan/kubevirt.go at v2.11.5): each claim's owner references are REPLACED by one
-      // to the VirtualMachine (vmOwnerReference: controller false, blockOwnerDeletion true); then the CreateVM
-      // phase deletes the DataVolumes ("Removing unnecessary DataVolumes", plan/migration.go).
-      for (const c of claims) {
-        await ctx.rest.patch(R.PVC, tns, c.metadata.name, {
-          metadata: { ownerReferences: [{ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', name: target.metadata.name, uid: target.metadata.uid!, blockOwnerDeletion: true, controller: false }] },
-        });
-      }
-      for (const dv of dvs) await ctx.rest.del(R.DataVolume, tns, dv.metadata.name);
+      await this.createVMPhase(run, plan, vm, st, tns, labels, claims, dvs, signal);
       create.phase = 'Completed';
       create.progress.completed = 1;
       create.completed = now();
@@ -1077,14 +1104,8 @@ export class Forklift {
       create.phase = 'Running';
       create.started = now();
       await phase('CreateVM');
-      const target = await this.createVM(run, plan, vm, st, tns, labels, claims);
-      // EnsureVM, then the CreateVM phase's DataVolume removal, as on the cold path (see migrateVM).
-      for (const c of claims) {
-        await ctx.rest.patch(R.PVC, tns, c.metadata.name, {
-          metadata: { ownerReferences: [{ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', name: target.metadata.name, uid: target.metadata.uid!, blockOwnerDeletion: true, controller: false }] },
-        });
-      }
-      for (const dv of dvs) await ctx.rest.del(R.DataVolume, tns, dv.metadata.name);
+      // EnsureVM, then the CreateVM phase's DataVolume removal, as on the cold path.
+      await this.createVMPhase(run, plan, vm, st, tns, labels, claims, dvs, signal);
       create.phase = 'Completed';
       create.progress.completed = 1;
       create.completed = now();
@@ -1236,10 +1257,10 @@ export class Forklift {
       // listed by its labels first and one is created only for a disk that has none (isDataVolumeExistsInList,
       // by the disk's backing file on vSphere) — so a step redone after an API server outage, or a Migration
       // whose run is picked up again, never leaves a second DataVolume for a disk.
-      const existing = (await ctx.rest.list(R.DataVolume, tns)).items.find(
+      // The list is redone with the create (redoOnApiError): a create whose answer was lost is found by it.
+      const dv = await redoOnApiError(ctx, signal, `create DataVolume of ${vm.id} ${d.file}`, async () => (await ctx.rest.list(R.DataVolume, tns)).items.find(
         (o) => !o.metadata.deletionTimestamp && o.metadata.labels?.migration === labels.migration && o.metadata.labels?.vmID === vm.id && o.metadata.annotations?.['forklift.konveyor.io/disk-source'] === d.file,
-      );
-      const dv = existing ?? await retryRefusedBeforeWrite(ctx, signal, () => ctx.rest.create(R.DataVolume, {
+      ) ?? await ctx.rest.create(R.DataVolume, {
         metadata: {
           generateName: `${plan.metadata.name}-${vm.id}-`,
           namespace: tns,
@@ -1290,8 +1311,15 @@ export class Forklift {
     return held;
   }
 
-  private async patchDV(dv: Obj, status: Record<string, unknown>): Promise<void> {
-    await this.ctx.rest.patch(R.DataVolume, dv.metadata.namespace, dv.metadata.name, { status }, 'status').catch((e) => {
+  /**
+   * CDI's status write of a DataVolume. CDI's controllers are controller-runtime reconcilers too: a write the
+   * API server did not take is redone on the requeued pass (containerized-data-importer@v1.64.0:
+   * pkg/controller/datavolume/controller-base.go: reconcile returns the error of its sync, whose updateStatus
+   * writes the DataVolume's status). A merge patch of the same fields, so redoing one whose answer was lost
+   * changes nothing.
+   */
+  private async patchDV(dv: Obj, status: Record<string, unknown>, signal?: AbortSignal): Promise<void> {
+    await redoOnApiError(this.ctx, signal, `DataVolume ${dv.metadata.name} status`, () => this.ctx.rest.patch(R.DataVolume, dv.metadata.namespace, dv.metadata.name, { status }, 'status')).catch((e) => {
       if (!notFound(e)) throw e;
     });
   }
@@ -1424,7 +1452,7 @@ export class Forklift {
     const ctx = this.ctx;
     // virt-v2v writes the claim itself: the blank DataVolume stays Succeeded and shows no import progress
     // (progress is read from the pod's v2v monitor instead: plan/migration.go updateConversionProgressV2vMonitor).
-    const patchDV: (o: Obj, st: Record<string, unknown>) => Promise<void> = v2v ? async () => undefined : (o, st) => this.patchDV(o, st);
+    const patchDV: (o: Obj, st: Record<string, unknown>) => Promise<void> = v2v ? async () => undefined : (o, st) => this.patchDV(o, st, signal);
     const task = xfer.tasks![i]!;
     task.phase = 'Running';
     task.started = new Date().toISOString();
@@ -1478,9 +1506,9 @@ export class Forklift {
     }
     // The data is on the PV now: record the content identity of the source disk on it.
     const pvName: string = claim.spec?.volumeName ?? ctx.inf.pvc.get(claim.metadata.namespace, claim.metadata.name)?.spec?.volumeName;
-    await ctx.rest.patch(R.PV, undefined, pvName, {
+    await redoOnApiError(ctx, signal, `PersistentVolume ${pvName} content`, () => ctx.rest.patch(R.PV, undefined, pvName, {
       metadata: { annotations: { [CONTENT_ANNOTATION]: contentIdentity(world.url, vm.id, d), [SOURCE_ANNOTATION]: `${world.url}#${vm.id}/${d.file}` } },
-    });
+    }));
     await patchDV(dv, { phase: 'Succeeded', progress: '100.0%', conditions: [{ type: 'Ready', status: 'True', reason: 'Completed' }, { type: 'Bound', status: 'True', reason: 'Bound' }] });
     task.phase = 'Completed';
     task.completed = new Date().toISOString();
@@ -1514,6 +1542,22 @@ export class Forklift {
       }
     }
     return { networks, interfaces };
+  }
+
+  /** The CreateVM phase (plan/migration.go PhaseCreateVM at v2.11.5): EnsureVM, claims handed to the VM, DataVolumes removed. */
+  private async createVMPhase(run: Run, plan: Obj, vm: VMFixture, st: VMState, tns: string, labels: Record<string, string>, claims: Obj[], dvs: Obj[], signal: AbortSignal): Promise<void> {
+    const ctx = this.ctx;
+    const target = await redoOnApiError(ctx, signal, `create VirtualMachine of ${vm.id}`, () => this.createVM(run, plan, vm, st, tns, labels, claims));
+    // EnsureVM (pkg/controller/plan/kubevirt.go at v2.11.5): each claim's owner references are REPLACED by one
+    // to the VirtualMachine (vmOwnerReference: controller false, blockOwnerDeletion true); then the CreateVM
+    // phase deletes the DataVolumes ("Removing unnecessary DataVolumes", plan/migration.go). Both are
+    // redone as they are after a failed pass: the same patch, and a delete of what may already be gone.
+    for (const c of claims) {
+      await redoOnApiError(ctx, signal, `claim ${c.metadata.name} owner`, () => ctx.rest.patch(R.PVC, tns, c.metadata.name, {
+        metadata: { ownerReferences: [{ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', name: target.metadata.name, uid: target.metadata.uid!, blockOwnerDeletion: true, controller: false }] },
+      }));
+    }
+    for (const dv of dvs) await redoOnApiError(ctx, signal, `delete DataVolume ${dv.metadata.name}`, () => ctx.rest.del(R.DataVolume, tns, dv.metadata.name));
   }
 
   /**
@@ -1554,24 +1598,55 @@ export class Forklift {
         },
       },
     };
-    return await this.ctx.rest.create(R.VirtualMachine, body);
+    // EnsureVM lists the VM's VirtualMachines by its labels and creates one only when there is none
+    // (kubev2v/forklift@v2.11.5:pkg/controller/plan/kubevirt.go EnsureVM): a create redone after its answer was
+    // lost finds the first one.
+    const existing = (await this.ctx.rest.list(R.VirtualMachine, tns)).items.find(
+      (o) => o.metadata.labels?.migration === labels.migration && o.metadata.labels?.vmID === vm.id && o.metadata.labels?.plan === labels.plan,
+    );
+    return existing ?? await this.ctx.rest.create(R.VirtualMachine, body);
   }
 }
 
 /**
- * Forklift's plan reconciler returns a failed create to its work queue and tries again on the next pass;
- * it does not fail the VM for an API server that is busy. Retried here: refusals that happened before
- * anything was written — a webhook that could not be called in time (500 "failed calling webhook"), 429
- * and 503 — so a generateName create cannot leave a duplicate. Anything else is the VM's failure.
+ * Forklift's requeue after a failed pass: Reconcile hands every error to base.Reconciler.Ended, which turns it
+ * into RequeueAfter = SlowReQ, 3 s, whatever the error (kubev2v/forklift@v2.11.5:pkg/controller/base/
+ * controller.go Ended, SlowReQ; pkg/controller/plan/controller.go Reconcile's deferred Ended).
  */
-async function retryRefusedBeforeWrite<T>(ctx: Ctx, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
-  for (let delay = 200; ; delay = Math.min(delay * 2, 5_000)) {
+export const SLOW_REQ_MS = 3_000;
+
+/**
+ * An API error that says the server was not there to judge the request — no answer at all (refused, reset,
+ * "socket hang up", timed out), 429, 503, 504, or a 500 from the server's own plumbing (a webhook it could not
+ * call, etcd, "server is starting") — rather than a verdict on it (403, 404, 422, a 500 from a webhook's
+ * answer). For a write, its outcome is unknown: it may have been applied.
+ */
+export function apiUnavailable(e: unknown): boolean {
+  if (!(e instanceof HttpError)) return false;
+  if (e.code === 0 || e.code === 429 || e.code === 503 || e.code === 504) return true;
+  return e.code === 500 && /failed calling webhook|etcdserver|server is starting|Timeout: request did not complete/.test(e.message);
+}
+
+/**
+ * One step of a VM's itinerary redone after an API error, as Forklift redoes it. Forklift records what a pass
+ * did only in the Plan status it writes when the pass ends (pkg/controller/plan/controller.go execute: the
+ * deferred updatePlanStatus). A step whose create or update fails because the API server is away does add a
+ * step error (pkg/controller/plan/migration.go execute, e.g. PhaseCreateDataVolumes / PhaseCreateVM:
+ * `step.AddError(err.Error())`), but the status write carrying it fails too while the server is away, so the
+ * error is never stored: the pass ends in an error, is requeued after SlowReQ, and the next pass re-reads the
+ * Plan and redoes the phase it was stored in. Each step is Ensure*-style — it lists what exists before it
+ * creates (pkg/controller/plan/kubevirt.go EnsureDataVolumes, EnsureVM) — so a write whose answer was lost
+ * is found by reading, never made twice. `step` must therefore read before it writes. Only errors Forklift
+ * itself declares a VM's failure (a verdict on the request; the simulated vCenter and CDI faults) fail the VM.
+ */
+async function redoOnApiError<T>(ctx: Ctx, signal: AbortSignal | undefined, what: string, step: () => Promise<T>): Promise<T> {
+  for (;;) {
     try {
-      return await fn();
+      return await step();
     } catch (e) {
-      const transient = e instanceof HttpError && (e.code === 429 || e.code === 503 || (e.code === 500 && /failed calling webhook/.test(e.message)));
-      if (!transient || signal.aborted || ctx.stopping) throw e;
-      await sleep(ctx, delay, signal);
+      if (!apiUnavailable(e) || signal?.aborted || ctx.stopping) throw e;
+      console.error(`[sim] ${what}: ${(e as Error).message}; redone in ${SLOW_REQ_MS} ms`);
+      await sleep(ctx, SLOW_REQ_MS, signal);
     }
   }
 }
