@@ -5,7 +5,10 @@
 // objects or claims, every requeue 20 s) in the same environment. Prints both and their ratio; writes
 // bench/results/latency.json.
 //
-//   node bench/latency.ts [--repeats 3] [--poll-interval-ms 20000] [--pv-sync-period 15s] [--quick]
+// With --baseline <git ref>, that ref's watching controller is measured too, in the same environment,
+// and the ratios baseline / current are written beside the figures.
+//
+//   node bench/latency.ts [--repeats 3] [--poll-interval-ms 20000] [--pv-sync-period 15s] [--quick] [--baseline main]
 import { LABEL_TASK } from '../src/api/labels.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
 import type { Informer } from '../src/runtime/informer.ts';
@@ -15,10 +18,12 @@ import { isMain, log, median, namespaceNames, outcome, parseFlags, round, spawnC
 export interface LatencyOptions {
   repeats: number;
   pollIntervalMs: number;
+  /** Also measure this git ref's watching controller. */
+  baseline?: string;
 }
 
 export interface ModeFigures {
-  mode: 'watch' | 'poll-only';
+  mode: 'watch' | 'poll-only' | 'baseline';
   /** ms per run, by disk count */
   oneDisk: number[];
   fourDisk: number[];
@@ -33,6 +38,8 @@ export interface LatencyFigures {
   /** poll-only median / watch median */
   ratioOneDisk: number;
   ratioFourDisk: number;
+  /** With --baseline: that ref's watching controller, and its medians over the current one's. */
+  baseline?: { ref: string; watch: ModeFigures; ratioOneDisk: number; ratioFourDisk: number };
 }
 
 type Cond = { type: string; status: string };
@@ -78,7 +85,7 @@ class Clock {
 }
 
 async function runMode(env: BenchEnv, clock: Clock, mode: ModeFigures['mode'], o: LatencyOptions, ns: string): Promise<ModeFigures> {
-  const ctl = await spawnController(env, mode === 'poll-only' ? { pollOnly: true, pollIntervalMs: o.pollIntervalMs } : {});
+  const ctl = await spawnController(env, mode === 'poll-only' ? { pollOnly: true, pollIntervalMs: o.pollIntervalMs } : mode === 'baseline' ? { ref: o.baseline } : {});
   const f: ModeFigures = { mode, oneDisk: [], fourDisk: [], oneDiskMedianMs: NaN, fourDiskMedianMs: NaN };
   try {
     await ctl.waitReady();
@@ -114,9 +121,11 @@ export async function benchLatency(env: BenchEnv, o: LatencyOptions): Promise<La
     await warm.waitReady();
     await env.namespaceWithSource(ns);
     await warm.stop();
+    const base = o.baseline ? await runMode(env, clock, 'baseline', o, ns) : undefined;
     const watch = await runMode(env, clock, 'watch', o, ns);
     const pollOnly = await runMode(env, clock, 'poll-only', o, ns);
     return {
+      ...(base && o.baseline ? { baseline: { ref: o.baseline, watch: base, ratioOneDisk: round(base.oneDiskMedianMs / watch.oneDiskMedianMs, 2), ratioFourDisk: round(base.fourDiskMedianMs / watch.fourDiskMedianMs, 2) } } : {}),
       pollIntervalMs: o.pollIntervalMs,
       watch,
       pollOnly,
@@ -132,6 +141,7 @@ export function printLatency(f: LatencyFigures, pvSyncPeriod: string): void {
   console.log(`\n== handoff latency: engine Succeeded → task Ready=True (PV binder sync ${pvSyncPeriod}; medians)`);
   console.log(`  1-disk VM: watch ${f.watch.oneDiskMedianMs} ms, poll-only (${f.pollIntervalMs / 1000} s) ${f.pollOnly.oneDiskMedianMs} ms → ${f.ratioOneDisk}× `);
   console.log(`  4-disk VM: watch ${f.watch.fourDiskMedianMs} ms, poll-only (${f.pollIntervalMs / 1000} s) ${f.pollOnly.fourDiskMedianMs} ms → ${f.ratioFourDisk}×`);
+  if (f.baseline) console.log(`  baseline ${f.baseline.ref} (watching): 1-disk ${f.baseline.watch.oneDiskMedianMs} ms, 4-disk ${f.baseline.watch.fourDiskMedianMs} ms → baseline / current ${f.baseline.ratioOneDisk}×, ${f.baseline.ratioFourDisk}× (runs 1-disk [${f.baseline.watch.oneDisk.join(', ')}], 4-disk [${f.baseline.watch.fourDisk.join(', ')}])`);
   console.log(`  runs: watch 1-disk [${f.watch.oneDisk.join(', ')}], 4-disk [${f.watch.fourDisk.join(', ')}]; poll-only 1-disk [${f.pollOnly.oneDisk.join(', ')}], 4-disk [${f.pollOnly.fourDisk.join(', ')}]`);
 }
 
@@ -141,11 +151,13 @@ if (isMain(import.meta)) {
   const repeats = Number(flags.get('repeats') ?? (quick ? 1 : 3));
   const pollIntervalMs = Number(flags.get('poll-interval-ms') ?? 20_000);
   const pvSyncPeriod = flags.get('pv-sync-period') ?? '15s';
-  const env = await startEnv({ pvSyncPeriod, oneDiskVMs: 2 * repeats, fourDiskVMs: 2 * repeats });
+  const baseline = flags.get('baseline');
+  const modes = baseline ? 3 : 2;
+  const env = await startEnv({ pvSyncPeriod, oneDiskVMs: modes * repeats, fourDiskVMs: modes * repeats });
   try {
-    const f = await benchLatency(env, { repeats, pollIntervalMs });
+    const f = await benchLatency(env, { repeats, pollIntervalMs, baseline });
     printLatency(f, pvSyncPeriod);
-    console.log(`  → ${writeResult('latency', { repeats, pollIntervalMs, pvSyncPeriod, quick }, { ...f })}`);
+    console.log(`  → ${writeResult('latency', { repeats, pollIntervalMs, pvSyncPeriod, quick, baseline }, { ...f })}`);
   } finally {
     await env.stop();
   }

@@ -77,7 +77,8 @@ export async function pool<T>(items: T[], n: number, fn: (x: T, i: number) => Pr
 }
 
 export function machine(): Record<string, unknown> {
-  return { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version, platform: `${os.platform()} ${os.release()}` };
+  // The load average when the figures were written: on a shared machine it says how much to trust them.
+  return { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version, platform: `${os.platform()} ${os.release()}`, loadAverage: os.loadavg().map((x) => round(x, 1)) };
 }
 
 /**
@@ -409,6 +410,8 @@ export interface ControllerOptions {
   kubeconfigPath?: string;
   /** Leader election on this Lease (replicas of one deployment); default off. */
   leaderElection?: { namespace: string; name: string };
+  /** Run this git ref's controller (side-by-side figures); default BENCH_CONTROLLER_REF, else the working tree. */
+  ref?: string;
 }
 
 export interface ControllerProc {
@@ -441,7 +444,7 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
     // (Node writes the profile when the controller exits on the benchmark's SIGTERM).
     ...(process.env.BENCH_CONTROLLER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
     // The controller of another git ref (side-by-side figures): BENCH_CONTROLLER_REF=main.
-    process.env.BENCH_CONTROLLER_REF ? join(sourceOfRef(process.env.BENCH_CONTROLLER_REF), 'src/main.ts') : join(REPO_ROOT, 'src/main.ts'),
+    (o.ref ?? process.env.BENCH_CONTROLLER_REF) ? join(sourceOfRef((o.ref ?? process.env.BENCH_CONTROLLER_REF)!), 'src/main.ts') : join(REPO_ROOT, 'src/main.ts'),
     '--kubeconfig', o.kubeconfigPath ?? env.cp.info.controller.kubeconfigPath,
     ...(o.leaderElection ? ['--leader-elect', '--lease-namespace', o.leaderElection.namespace, '--lease-name', o.leaderElection.name] : ['--leader-elect=false']),
     '--health-port', String(hp),

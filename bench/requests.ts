@@ -3,14 +3,19 @@
 // Ready=True plus the requests that trail it (until the controller has been quiet for a moment).
 // Prints reads and writes separately, by verb and resource; writes bench/results/requests.json.
 //
-//   node bench/requests.ts [--repeats 3] [--quick]
+// With --baseline <git ref>, that ref's controller is measured first in the same environment (its own
+// namespace and VMs) and the ratios baseline / current are written beside the figures.
+//
+//   node bench/requests.ts [--repeats 3] [--quick] [--baseline main]
 import { GVRs } from '../src/runtime/gvr.ts';
-import { isMain, log, median, namespaceNames, outcome, parseFlags, spawnController, startEnv, taskObject, until, writeResult, type BenchEnv, type RequestCount } from './lib.ts';
+import { isMain, log, median, namespaceNames, outcome, parseFlags, round, spawnController, startEnv, taskObject, until, writeResult, type BenchEnv, type RequestCount } from './lib.ts';
 
 export interface RequestsOptions {
   repeats: number;
   /** No controller request for this long after Ready = the import's requests are all in. */
   quietMs?: number;
+  /** The controller of this git ref (default: the working tree's). */
+  ref?: string;
 }
 
 export interface ImportCount {
@@ -24,23 +29,27 @@ export interface ImportCount {
 export interface RequestsFigures {
   sourceConnect: RequestCount;
   imports: ImportCount[];
+  /** With --baseline: the same figures of that ref's controller, measured in the same run. */
+  baseline?: { ref: string; sourceConnect: RequestCount; imports: ImportCount[] };
+  /** baseline median / current median, per import shape (total, reads, writes). */
+  ratios?: Array<{ disks: 1 | 4; total: number; reads: number; writes: number }>;
 }
 
 /** Needs an environment with `repeats` 1-disk and `repeats` 4-disk VMs. */
 export async function benchRequests(env: BenchEnv, o: RequestsOptions): Promise<RequestsFigures> {
   const quietMs = o.quietMs ?? 3000;
   const mStart = env.audit.mark();
-  const ctl = await spawnController(env);
+  const ctl = await spawnController(env, { ref: o.ref });
   try {
     await ctl.waitReady();
     // Let the start-up lists and watches pass so they are not charged to the source.
     await env.audit.waitQuiet(mStart, 1000, 60_000);
-    const [ns] = namespaceNames(`req-${Date.now().toString(36)}`, 1) as [string];
+    const [ns] = namespaceNames(`req${o.ref ? 'b' : ''}-${Date.now().toString(36)}`, 1) as [string];
     const m0 = env.audit.mark();
     await env.namespaceWithSource(ns);
     const end0 = await env.audit.waitQuiet(m0, quietMs, 60_000);
     const sourceConnect = env.audit.count(m0, undefined, end0);
-    log(`requests: source connected with ${sourceConnect.total} requests (${sourceConnect.reads} reads, ${sourceConnect.writes} writes)`);
+    log(`requests${o.ref ? ` (${o.ref})` : ''}: source connected with ${sourceConnect.total} requests (${sourceConnect.reads} reads, ${sourceConnect.writes} writes)`);
     const imports: ImportCount[] = [];
     for (const disks of [1, 4] as const) {
       const runs: RequestCount[] = [];
@@ -53,7 +62,7 @@ export async function benchRequests(env: BenchEnv, o: RequestsOptions): Promise<
         const end = await env.audit.waitQuiet(m, quietMs, 120_000);
         const c = env.audit.count(m, undefined, end);
         runs.push(c);
-        log(`requests: ${disks}-disk import ${i + 1}/${o.repeats}: ${c.total} requests (${c.reads} reads, ${c.writes} writes)`);
+        log(`requests${o.ref ? ` (${o.ref})` : ''}: ${disks}-disk import ${i + 1}/${o.repeats}: ${c.total} requests (${c.reads} reads, ${c.writes} writes)`);
       }
       imports.push({
         disks,
@@ -77,6 +86,14 @@ function fmt(c: RequestCount): string {
 
 export function printRequests(f: RequestsFigures): void {
   console.log('\n== API requests of the controller (audit log, its own identity)');
+  if (f.baseline) {
+    console.log(`  baseline ${f.baseline.ref}: connect ${f.baseline.sourceConnect.total}; ${f.baseline.imports.map((i) => `${i.disks}-disk ${i.medianTotal} (reads ${i.medianReads}, writes ${i.medianWrites})`).join('; ')}`);
+    for (const i of f.baseline.imports) {
+      const last = i.runs[i.runs.length - 1];
+      if (last) console.log(`    baseline ${i.disks}-disk last run: ${fmt(last)}`);
+    }
+    console.log(`  ratios baseline / current: ${(f.ratios ?? []).map((r) => `${r.disks}-disk ${r.total}× (reads ${r.reads}×, writes ${r.writes}×)`).join('; ')}`);
+  }
   console.log(`  connect one source: ${f.sourceConnect.total} (reads ${f.sourceConnect.reads}, writes ${f.sourceConnect.writes})`);
   console.log(`    ${fmt(f.sourceConnect)}`);
   for (const i of f.imports) {
@@ -90,11 +107,22 @@ if (isMain(import.meta)) {
   const flags = parseFlags(process.argv.slice(2));
   const quick = flags.has('quick');
   const repeats = Number(flags.get('repeats') ?? (quick ? 1 : 3));
-  const env = await startEnv({ pvSyncPeriod: flags.get('pv-sync-period'), oneDiskVMs: repeats, fourDiskVMs: repeats });
+  const baseline = flags.get('baseline');
+  const runs = baseline ? 2 : 1;
+  const env = await startEnv({ pvSyncPeriod: flags.get('pv-sync-period'), oneDiskVMs: repeats * runs, fourDiskVMs: repeats * runs });
   try {
-    const f = await benchRequests(env, { repeats });
+    const b = baseline ? await benchRequests(env, { repeats, ref: baseline }) : undefined;
+    const f: RequestsFigures = await benchRequests(env, { repeats });
+    if (b && baseline) {
+      f.baseline = { ref: baseline, sourceConnect: b.sourceConnect, imports: b.imports };
+      const r = (x: number, y: number): number => round(x / Math.max(1, y), 2);
+      f.ratios = f.imports.map((i) => {
+        const o = b.imports.find((x) => x.disks === i.disks)!;
+        return { disks: i.disks, total: r(o.medianTotal, i.medianTotal), reads: r(o.medianReads, i.medianReads), writes: r(o.medianWrites, i.medianWrites) };
+      });
+    }
     printRequests(f);
-    console.log(`  → ${writeResult('requests', { repeats, quick, pvSyncPeriod: flags.get('pv-sync-period') ?? '15s' }, { ...f })}`);
+    console.log(`  → ${writeResult('requests', { repeats, quick, pvSyncPeriod: flags.get('pv-sync-period') ?? '15s', baseline }, { ...f })}`);
   } finally {
     await env.stop();
   }

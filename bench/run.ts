@@ -8,7 +8,7 @@
 //                                                   # in its own process on its own control plane
 // Flags: --quick, --only <names>, --repeats <n> (startup, requests, latency), --objects <n> (startup/idle),
 // --sizes <list> and --timeout-minutes <n> (scale), --pv-sync-period <d>, --poll-interval-ms <n> (latency),
-// --idle-seconds <n>, --tasks <n> and --wave <n> (soak), --baseline <git ref> (webhook, cache-index: that ref's code measured side by side; default for cache-index: main),
+// --idle-seconds <n>, --tasks <n> and --wave <n> (soak), --baseline <git ref> (webhook, cache-index, requests, latency: that ref's code measured side by side; default for cache-index: main),
 // --parallel (start every chosen benchmark at once, the webhook's after them; each one's output is printed whole when it ends).
 // --parallel is for smoke runs: benchmarks running side by side share the machine's cores, so their
 // figures are not comparable with a sequential run's.
@@ -31,8 +31,8 @@ const common = [...(quick ? ['--quick'] : []), ...pass('pv-sync-period')];
 
 const all: Bench[] = [
   { name: 'startup', file: 'bench/startup.ts', flags: [...common, ...pass('repeats', 'objects', 'namespaces', 'idle-seconds')] },
-  { name: 'requests', file: 'bench/requests.ts', flags: [...common, ...pass('repeats')] },
-  { name: 'latency', file: 'bench/latency.ts', flags: [...common, ...pass('repeats', 'poll-interval-ms')] },
+  { name: 'requests', file: 'bench/requests.ts', flags: [...common, ...pass('repeats', 'baseline')] },
+  { name: 'latency', file: 'bench/latency.ts', flags: [...common, ...pass('repeats', 'poll-interval-ms', 'baseline')] },
   { name: 'scale', file: 'bench/scale.ts', flags: [...common, ...pass('sizes', 'namespaces', 'timeout-minutes')] },
   // Bounded memory: --tasks (default 5000) one-VM imports created and deleted in rounds of --wave (100).
   { name: 'soak', file: 'bench/soak.ts', flags: [...common, ...pass('tasks', 'wave')] },

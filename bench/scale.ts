@@ -53,6 +53,13 @@ export interface ScaleFigures {
   apiRequests: number;
   /** Why keys were queued (migration_controller_wakeups_total by controller and cause), largest first. */
   wakeupsByCause: Record<string, number>;
+  /**
+   * Timed looks that came due (requeue:* and retry wake-ups): with a timer per key, as before the timer
+   * wheel, each was one wake-up of the process.
+   */
+  timedLooks: number;
+  /** Wake-ups of the work queues' shared timer wheel (migration_controller_timer_wakeups_total; absent before it existed). */
+  timerWakeups?: number;
   /** The controller's API requests by verb and resource, largest first. */
   apiRequestsByVerbResource: Record<string, number>;
   /** CPU seconds of the rest of the machine's work over the same time, for context: the simulated engine
@@ -189,6 +196,8 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
       reconcileErrorsByReason: errs,
       apiRequests: metricSum(m1, 'migration_controller_api_requests_total') - api0,
       wakeupsByCause: wakeups,
+      timedLooks: Object.entries(wakeups).filter(([k]) => / (requeue:|retry)/.test(k)).reduce((a, [, v]) => a + v, 0),
+      timerWakeups: m1.includes('migration_controller_timer_wakeups_total') ? metricSum(m1, 'migration_controller_timer_wakeups_total') - metricSum(m0, 'migration_controller_timer_wakeups_total') : undefined,
       apiRequestsByVerbResource: requests,
       otherCpuSeconds: Object.fromEntries(Object.entries(other1).map(([k, v]) => [k, round(v - (other0[k] ?? 0), 1)])),
     };
@@ -208,6 +217,7 @@ export function printScale(rows: ScaleFigures[]): void {
     console.log(`        other CPU s over the same time: ${Object.entries(r.otherCpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     if (!r.completed) console.log(`        INCOMPLETE: ${r.endedTasks}/${r.tasks} tasks ended when the benchmark gave up`);
     console.log(`        wake-ups: ${Object.entries(r.wakeupsByCause ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    console.log(`        timed looks that came due ${r.timedLooks}; timer wake-ups ${r.timerWakeups ?? `not counted (one per timed look: ${r.timedLooks})`}`);
     console.log(`        top requests: ${Object.entries(r.apiRequestsByVerbResource ?? {}).slice(0, 10).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     if (r.reconcileErrors) console.log(`        errors by reason: ${JSON.stringify(r.reconcileErrorsByReason)}`);
   }

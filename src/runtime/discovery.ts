@@ -22,6 +22,23 @@ export function crdServes(crd: CRDLike, gvr: GVR): boolean {
   return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
 }
 
+/** An API group version's discovery document (GET /apis/<group>/<version>), the part read here. */
+export interface APIResourceList {
+  resources?: Array<{ name: string; verbs?: string[] }>;
+}
+
+/**
+ * How a group version's discovery document serves `gvr`: `watch` (listed with list and watch: an
+ * informer can cache it), `poll` (listed without them: read from the API server, woken by timers) or
+ * `absent`. Pure.
+ */
+export function servedAs(doc: APIResourceList | undefined, gvr: GVR): 'watch' | 'poll' | 'absent' {
+  const r = doc?.resources?.find((x) => x.name === gvr.plural);
+  if (!r) return 'absent';
+  const verbs = new Set(r.verbs ?? []);
+  return verbs.has('list') && verbs.has('watch') ? 'watch' : 'poll';
+}
+
 export class Discovery {
   private readonly client: KubeClient;
   private readonly log: Logger | undefined;
@@ -57,19 +74,23 @@ export class Discovery {
   }
 
   async start(): Promise<void> {
-    // Built-in optional APIs (e.g. networking.k8s.io ServiceCIDR on newer clusters) have no CRD.
+    // Built-in optional APIs (e.g. networking.k8s.io ServiceCIDR on newer clusters) and aggregated ones
+    // (Cozystack's apps.cozystack.io) have no CRD: their group's discovery document says whether they are
+    // served. An aggregated kind served without watch is not "installed" for the informers: its readers
+    // fall back to the API server (ctx.cache() answers undefined) and its waits to timed requeues.
+    // Asked once per group version at start (a kind that appears later is found by a restart, or by its
+    // CRD where a CRD serves it).
+    const docs = new Map<string, Promise<APIResourceList | undefined>>();
     for (const t of this.tracked.values()) {
-      if (!t.gvr.group.endsWith('.k8s.io')) continue;
-      try {
-        const res = await this.client.request<{ resources?: Array<{ name: string }> }>('GET', `/apis/${t.gvr.group}/${t.gvr.version}`);
-        if (res.resources?.some((r) => r.name === t.gvr.plural)) {
-          this.builtin.add(gvrKey(t.gvr));
-          t.installed = true;
-          for (const l of this.listeners) l(t.gvr, true);
-        }
-      } catch {
-        /* not served */
-      }
+      if (!t.gvr.group.endsWith('.k8s.io') && !t.gvr.aggregated) continue;
+      const path = `/apis/${t.gvr.group}/${t.gvr.version}`;
+      if (!docs.has(path)) docs.set(path, this.client.request<APIResourceList>('GET', path).catch(() => undefined));
+      const served = servedAs(await docs.get(path), t.gvr);
+      if (served === 'poll') this.log?.info({ kind: t.gvr.kind, group: t.gvr.group }, 'served without watch: read from the API server and polled');
+      if (served !== 'watch') continue;
+      this.builtin.add(gvrKey(t.gvr));
+      t.installed = true;
+      for (const l of this.listeners) l(t.gvr, true);
     }
     this.crds.start();
     void this.crds.waitForSync().then(() => this.recompute());

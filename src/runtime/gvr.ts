@@ -8,9 +8,14 @@ export interface GVR {
   namespaced: boolean;
   /** The kind may not be installed; never block start-up on it. */
   optional?: boolean;
+  /**
+   * Served by an aggregated API server (an APIService), not by a CRD: discovery asks the group's API
+   * document whether it is served and whether it serves watch (src/runtime/discovery.ts).
+   */
+  aggregated?: boolean;
 }
 
-const g = (group: string, version: string, plural: string, kind: string, namespaced = true, optional = false): GVR => ({ group, version, plural, kind, namespaced, optional });
+const g = (group: string, version: string, plural: string, kind: string, namespaced = true, optional = false, aggregated = false): GVR => ({ group, version, plural, kind, namespaced, optional, ...(aggregated ? { aggregated } : {}) });
 
 export const GVRs = {
   // ours
@@ -40,8 +45,10 @@ export const GVRs = {
   // CDI, KubeVirt, Cozystack
   DataVolume: g('cdi.kubevirt.io', 'v1beta1', 'datavolumes', 'DataVolume', true, true),
   VirtualMachine: g('kubevirt.io', 'v1', 'virtualmachines', 'VirtualMachine', true, true),
-  VMDisk: g('apps.cozystack.io', 'v1alpha1', 'vmdisks', 'VMDisk', true, true),
-  VMInstance: g('apps.cozystack.io', 'v1alpha1', 'vminstances', 'VMInstance', true, true),
+  // Cozystack's aggregated API (cozystack-api), which implements list and watch for every application
+  // kind (cozystack/cozystack@v1.6.2:pkg/registry/apps/application/rest.go: `_ rest.Watcher = &REST{}`).
+  VMDisk: g('apps.cozystack.io', 'v1alpha1', 'vmdisks', 'VMDisk', true, true, true),
+  VMInstance: g('apps.cozystack.io', 'v1alpha1', 'vminstances', 'VMInstance', true, true, true),
 } as const satisfies Record<string, GVR>;
 
 export function gvrKey(gvr: GVR): string {

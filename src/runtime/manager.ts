@@ -10,6 +10,7 @@ import { ApiError, type KubeClient, type KubeObject } from './kube.ts';
 import { keyString, parseKey, TerminalError, type Cache, type EventRecorder, type ObjectKey, type ReconcileContext, type Reconciler } from './reconciler.ts';
 import { jsonEqual } from './status.ts';
 import { WorkQueue, type RateLimiter } from './workqueue.ts';
+import { TimerWheel } from './timerwheel.ts';
 
 export interface ManagerOptions {
   client: KubeClient;
@@ -68,9 +69,12 @@ export class Manager {
   /** Workers take keys only while this says so (leader election: only while the lease surely holds). */
   private gate: () => boolean = () => true;
   private paused = false;
+  /** One timer for every timed requeue and retry of every reconciler's queue. */
+  private readonly wheel: TimerWheel;
 
   constructor(o: ManagerOptions) {
     this.o = o;
+    this.wheel = new TimerWheel({ onWake: () => o.metrics.timerWakeups.inc() });
     this.discovery = new Discovery(o.client, o.log.child({ component: 'discovery' }), () => o.metrics.informerLists.inc({ kind: 'CustomResourceDefinition' }));
     this.discovery.onChange((gvr, installed) => this.onOptionalKind(gvr, installed));
   }
@@ -83,6 +87,7 @@ export class Manager {
       rateLimiter: this.o.rateLimiter?.(),
       // The anchor (poll-only) keeps client-go's timers; see WorkQueue.
       supersedeTimedAdds: !this.o.pollOnly,
+      wheel: this.wheel,
       metrics: {
         depth: (n) => m.queueDepth.set({ name }, n),
         add: () => m.queueAdds.inc({ name }),
@@ -374,6 +379,7 @@ export class Manager {
 
   async stop(): Promise<void> {
     for (const reg of this.registered) reg.queue.shutdown();
+    this.wheel.clear();
     await Promise.all(this.workers);
     await Promise.all([...this.slots.values()].map((s) => s.informer?.stop()));
     await this.discovery.stop();

@@ -8,6 +8,12 @@
 // key, that key's pending timed add is dropped. The reconcile about to run observes the world later than
 // the one that asked for the timed look, and its own result schedules the next one; in client-go the old
 // timer still fires and costs a second, redundant reconcile of every key that was also woken by an event.
+// Timed adds live on a timer wheel (timerwheel.ts), shared by every queue of the process: one native timer
+// for all pending deadlines, instead of one per key.
+import { TimerWheel } from './timerwheel.ts';
+
+/** The process's wheel, unless a queue is given its own (tests, the manager with its wake-up metric). */
+export const sharedTimerWheel = new TimerWheel();
 
 export interface RateLimiter {
   /** Delay before `key` may be processed again; counts as one failure. */
@@ -106,6 +112,8 @@ export interface QueueMetrics {
   workDuration(seconds: number): void;
 }
 
+let queueIds = 0;
+
 export class WorkQueue {
   readonly name: string;
   private readonly queue: string[] = [];
@@ -114,14 +122,17 @@ export class WorkQueue {
   private readonly addedAt = new Map<string, number>();
   private readonly startedAt = new Map<string, number>();
   private readonly waiters: Array<(k: string | undefined) => void> = [];
-  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  /** Timed adds pending, by key (their deadlines are on the wheel, under `wheelKey`). */
+  private readonly timers = new Map<string, { at: number }>();
+  private readonly wheel: TimerWheel;
   private readonly limiter: RateLimiter;
   private readonly metrics: QueueMetrics | undefined;
   private readonly supersede: boolean;
   private down = false;
 
-  constructor(name: string, o: { rateLimiter?: RateLimiter; metrics?: QueueMetrics; supersedeTimedAdds?: boolean } = {}) {
+  constructor(name: string, o: { rateLimiter?: RateLimiter; metrics?: QueueMetrics; supersedeTimedAdds?: boolean; wheel?: TimerWheel } = {}) {
     this.name = name;
+    this.wheel = o.wheel ?? sharedTimerWheel;
     this.supersede = o.supersedeTimedAdds ?? false;
     this.limiter = o.rateLimiter ?? defaultControllerRateLimiter();
     this.metrics = o.metrics;
@@ -152,11 +163,7 @@ export class WorkQueue {
 
   private take(key: string): void {
     if (this.supersede) {
-      const t = this.timers.get(key);
-      if (t) {
-        clearTimeout(t.timer);
-        this.timers.delete(key);
-      }
+      if (this.timers.delete(key)) this.wheel.cancel(this.wheelKey(key));
     }
     this.processing.add(key);
     this.dirty.delete(key);
@@ -180,14 +187,18 @@ export class WorkQueue {
     const at = performance.now() + ms;
     const prev = this.timers.get(key);
     if (prev && prev.at <= at) return;
-    if (prev) clearTimeout(prev.timer);
-    const timer = setTimeout(() => {
+    this.timers.set(key, { at });
+    this.wheel.set(this.wheelKey(key), ms, () => {
       this.timers.delete(key);
       onFire?.();
       this.add(key);
-    }, ms);
-    timer.unref?.();
-    this.timers.set(key, { at, timer });
+    });
+  }
+
+  /** Keys on the shared wheel: one namespace per queue (`this` identity, not the name, which may repeat). */
+  private readonly wheelPrefix = `${++queueIds}\u0000`;
+  private wheelKey(key: string): string {
+    return this.wheelPrefix + key;
   }
 
   /** Re-adds after the rate limiter's delay (one more failure for the key). */
@@ -239,7 +250,7 @@ export class WorkQueue {
 
   shutdown(): void {
     this.down = true;
-    for (const t of this.timers.values()) clearTimeout(t.timer);
+    for (const k of this.timers.keys()) this.wheel.cancel(this.wheelKey(k));
     this.timers.clear();
     for (const w of this.waiters.splice(0)) w(undefined);
   }

@@ -17,6 +17,7 @@ export class Metrics {
   readonly queueAdds: Counter<'name'>;
   readonly queueRetries: Counter<'name'>;
   readonly wakeups: Counter<'controller' | 'cause'>;
+  readonly timerWakeups: Counter;
   readonly queueLatency: Histogram<'name'>;
   readonly queueWorkDuration: Histogram<'name'>;
   readonly apiRequests: Counter<'verb' | 'resource' | 'code'>;
@@ -45,6 +46,11 @@ export class Metrics {
       name: metricName('wakeups_total'),
       help: 'Why keys were queued: watch:<Kind> (a watched object changed; watch:<Kind>:filtered when the change was ignored), requeue:<delay> (a timed look a reconcile asked for came due: now, le100ms, le2s, le30s, gt30s), retry (after an error).',
       labelNames: ['controller', 'cause'],
+      registers,
+    });
+    this.timerWakeups = new Counter({
+      name: metricName('timer_wakeups_total'),
+      help: 'Wake-ups of the one timer every timed requeue and retry of the work queues shares (deadlines that fall together cost one).',
       registers,
     });
     this.queueLatency = new Histogram({ name: metricName('workqueue_queue_duration_seconds'), help: 'Time a key waits in the queue before a worker takes it.', labelNames: ['name'], buckets, registers });

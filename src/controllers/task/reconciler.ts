@@ -98,6 +98,12 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       { gvr: GVRs.PersistentVolumeClaim, map: byTaskLabel, labelSelector: LABEL_TASK },
       { gvr: GVRs.DataVolume, map: byTaskLabel, labelSelector: LABEL_TASK },
       { gvr: GVRs.PersistentVolume, map: byVolume, labelSelector: LABEL_TASK },
+      // The handoff's outputs, served by Cozystack's aggregated API, which serves watch (with label
+      // selectors) for every application kind (cozystack/cozystack@v1.6.2:pkg/registry/apps/application/rest.go,
+      // Watch). Their creation and their Helm release's readiness wake the task; where the API does not
+      // serve watch, discovery leaves them uncached and the handoff reads them live on a timer instead.
+      { gvr: GVRs.VMDisk, map: byTaskLabel, labelSelector: LABEL_TASK },
+      { gvr: GVRs.VMInstance, map: byTaskLabel, labelSelector: LABEL_TASK },
     ],
     async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
       fx ??= {

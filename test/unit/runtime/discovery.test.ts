@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { crdServes } from '../../../src/runtime/discovery.ts';
+import { crdServes, servedAs } from '../../../src/runtime/discovery.ts';
 import { GVRs } from '../../../src/runtime/gvr.ts';
 import { Store, matchesLabels } from '../../../src/runtime/informer.ts';
 
@@ -31,4 +31,14 @@ test('the informer store answers get and list by namespace and labels', () => {
   assert.ok(matchesLabels({ metadata: {} }, undefined));
   assert.ok(!matchesLabels({ metadata: {} }, { l: '1' }));
   assert.equal(s.hasSynced(), false);
+});
+
+test('an aggregated kind is watched only where its API lists it with list and watch; listed without them it is polled', () => {
+  const doc = (verbs: string[]) => ({ resources: [{ name: 'vmdisks', verbs }, { name: 'vmdisks/status', verbs: ['get'] }] });
+  // What Cozystack's aggregated API lists (cozystack/cozystack@v1.6.2:pkg/registry/apps/application/rest.go implements rest.Watcher).
+  assert.equal(servedAs(doc(['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']), GVRs.VMDisk), 'watch');
+  assert.equal(servedAs(doc(['create', 'delete', 'get', 'list', 'patch', 'update']), GVRs.VMDisk), 'poll');
+  assert.equal(servedAs(doc(['get', 'watch']), GVRs.VMDisk), 'poll', 'a watch without list cannot fill a cache');
+  assert.equal(servedAs(doc(['get', 'list', 'watch']), GVRs.VMInstance), 'absent');
+  assert.equal(servedAs(undefined, GVRs.VMDisk), 'absent', 'the group is not served');
 });
