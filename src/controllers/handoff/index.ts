@@ -83,16 +83,22 @@ export interface HandoffOutcome {
 }
 
 /**
- * After a step whose write no watch reports (the VMDisk and the VMInstance: apps.cozystack.io is served by
- * Cozystack's aggregated API, which this controller does not watch): look again almost at once.
+ * After a step whose write no watch reports: look again almost at once. That is the VMDisk's and the
+ * VMInstance's creation where Cozystack's aggregated API is served without watch (discovery leaves the
+ * kind uncached); where it serves watch, their creation wakes the task like any watched write.
  */
 export const AFTER_STEP_REQUEUE_MS = 20;
 /**
  * Steps whose write changes an object the task watches (a marked volume, a claim or DataVolume of the
- * task or of its Plan, the Plan's VirtualMachine): that watch event wakes the next pass, so the requeue
- * is only a safety net, and the pass it would cost is superseded by the event's.
+ * task or of its Plan, the Plan's VirtualMachine, and VMDisk/VMInstance where they are watched): that
+ * watch event wakes the next pass, so the requeue is only a safety net, and the pass it would cost is
+ * superseded by the event's.
  */
-const UNWATCHED_STEPS: ReadonlySet<StepName> = new Set([Step.CreateVMDisk, Step.CreateVMInstance]);
+const OUTPUT_OF_STEP: Partial<Record<StepName, GVR>> = { [Step.CreateVMDisk]: GVRs.VMDisk, [Step.CreateVMInstance]: GVRs.VMInstance };
+function afterStepRequeueMs(ctx: ReconcileContext, step: StepName): number {
+  const output = OUTPUT_OF_STEP[step];
+  return output && !ctx.cache(output) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS;
+}
 /**
  * While the PV controller, CDI or the garbage collector acts: a safety-net poll only. Every wait ends with
  * a write to an object the task watches (the volume's binding, the claim's adoption or binding, a
@@ -103,10 +109,14 @@ const UNWATCHED_STEPS: ReadonlySet<StepName> = new Set([Step.CreateVMDisk, Step.
 export const WAIT_REQUEUE_MS = 5_000;
 
 /**
- * While a VMDisk's or the VMInstance's Helm release deploys: nothing this controller watches reports it
- * (the aggregated API is not watched), so look again at this pace — a release takes seconds to minutes.
+ * While a VMDisk's or the VMInstance's Helm release deploys and the aggregated API is served without watch:
+ * nothing this controller watches reports it, so look again at this pace — a release takes seconds to
+ * minutes. Where both kinds are watched, their status change wakes the task and WAIT_REQUEUE_MS applies.
  */
 export const RELEASE_WAIT_REQUEUE_MS = 2_000;
+function releaseWaitRequeueMs(ctx: ReconcileContext): number {
+  return ctx.cache(GVRs.VMDisk) && ctx.cache(GVRs.VMInstance) ? WAIT_REQUEUE_MS : RELEASE_WAIT_REQUEUE_MS;
+}
 
 /** Test seam: called right after each step's API write (the crash-safety tests crash here). */
 export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void } = {};
@@ -571,7 +581,7 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
       state: 'progress',
       disks: [...out, evidence(d, o, done ? DISK_DONE : action.step), ...rest],
       message: `disk ${d.index}: ${action.step}`,
-      requeueAfterMs: UNWATCHED_STEPS.has(action.step) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
+      requeueAfterMs: afterStepRequeueMs(ctx, action.step),
     };
   }
 
@@ -583,7 +593,7 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   if (va.type === 'fail') return failed(va.reason, va.message, out);
   if (va.type === 'wait') {
     log.debug(va.message);
-    return { state: 'progress', disks: out, vmInstance: input.vmName, message: va.message, requeueAfterMs: RELEASE_WAIT_REQUEUE_MS };
+    return { state: 'progress', disks: out, vmInstance: input.vmName, message: va.message, requeueAfterMs: releaseWaitRequeueMs(ctx) };
   }
   if (va.type === 'done') return { state: 'done', disks: out, vmInstance: input.vmName };
   log.info({ step: va.step }, 'handoff step');
@@ -615,6 +625,6 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     disks: out,
     vmInstance: input.vmName,
     message: va.step,
-    requeueAfterMs: UNWATCHED_STEPS.has(va.step) ? AFTER_STEP_REQUEUE_MS : WAIT_REQUEUE_MS,
+    requeueAfterMs: afterStepRequeueMs(ctx, va.step),
   };
 }
