@@ -242,14 +242,15 @@ export function handoffMemory(): Record<string, number> {
 /**
  * VMDisks this process created (or found carrying our markers), between their creation and the disk's
  * settling: a cached pass believes them instead of asking the aggregated API on every wait for CDI's
- * adoption (the top request of the 800-task benchmark). Dropped when the disk settles; a live pass reads.
+ * adoption (the top request of the 800-task benchmark where VMDisk is not watched). Dropped when the disk
+ * settles; a live pass reads.
  */
 const knownVMDisks = new KnownVMDisks();
 const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
 
 /**
- * The disk's outputs. The VMDisk is not watched (see AFTER_STEP_REQUEUE_MS), so it is read only when a
- * decision can depend on it: before the first write (a foreign VMDisk fails the VM untouched), once the
+ * The disk's outputs. The VMDisk is read only when a decision can depend on it (from the cache where
+ * the aggregated API serves watch, from the API server where it does not: see AFTER_STEP_REQUEUE_MS): before the first write (a foreign VMDisk fails the VM untouched), once the
  * claim is bound and its DataVolume exists (steps 9 and 10), and on a live pass. A foreign VMDisk made in
  * between is met by our create's AlreadyExists, which the next (live) read turns into the verdict.
  */
