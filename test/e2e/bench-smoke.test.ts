@@ -55,7 +55,21 @@ before(async () => {
     timedOut = true;
     process.kill(-child.pid!, 'SIGKILL');
   }, RUN_DEADLINE_MS);
+  // The e2e runner ends a file by signalling the file's process group (its deadline, an interrupt): the
+  // benchmark's own group must go with it, or its control planes outlive the run.
+  const endChild = (): void => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+    process.exit(143);
+  };
+  process.once('SIGTERM', endChild);
+  process.once('SIGINT', endChild);
   run = await new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, timedOut, output })));
+  process.off('SIGTERM', endChild);
+  process.off('SIGINT', endChild);
   clearTimeout(timer);
   // The hook's own limit: past the run's deadline (the runner's per-test default of 10 min would cut a
   // slow but healthy run short on a loaded machine, before the deadline could say which benchmark hung).
