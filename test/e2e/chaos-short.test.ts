@@ -6,50 +6,27 @@
 // and Plan condition flaps, with the same fixtures and the same verdict.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { createStorageClass, startSim, type Sim } from '../sim/index.ts';
-import { parseConfig } from '../../src/config.ts';
-import { runController, type RunningController } from '../../src/app.ts';
-import { createLogger } from '../../src/telemetry/logger.ts';
 import type { KubeClient } from '../../src/runtime/kube.ts';
-import { freshNamespace, installOurCRDs, testEnv, writeKubeconfig } from './env/index.ts';
-import { adminClient } from './source-helpers.ts';
-import { startFaultProxy, type FaultProxy } from './chaos/faultproxy.ts';
-import { VolumeLedger, createConnectedSource, createTask, ensureNamespace, importWorld, mixedVMs, verifyImport, waitTasksEnded, type TaskRef } from './chaos/fixtures.ts';
+import { freshNamespace } from './env/index.ts';
+import type { FaultProxy } from './chaos/faultproxy.ts';
+import { VolumeLedger, createConnectedSource, createTask, importWorld, mixedVMs, verifyImport, waitTasksEnded, type TaskRef } from './chaos/fixtures.ts';
+import { startInProcessWorld, type InProcessWorld } from './chaos/inprocess.ts';
 
 const world = importWorld('https://vcenter-chaos.example.com/sdk', '192.0.2.71', mixedVMs('chaos', 4, 1, 2));
-const CLASS = 'chaos';
 
-let sim: Sim;
+let w: InProcessWorld;
 let proxy: FaultProxy;
-let ctl: RunningController;
 let c: KubeClient;
 
 before(async () => {
-  const env = await testEnv();
-  await installOurCRDs();
-  await createStorageClass(env.admin.kubeconfigPath, { name: CLASS, reclaimPolicy: 'Delete' });
   // The simulator moves slowly enough that the run spans several watch cuts.
-  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], mbPerSecond: 1024 });
-  proxy = await startFaultProxy(env.server, env.caPEM, { error: 0.05, reset: 0.02, latency: 0.02, latencyMs: 2_000, watchCutMs: 3_000 });
-  const kubeconfig = join(env.dir, `chaos-${process.pid}.kubeconfig`);
-  writeKubeconfig(kubeconfig, proxy.url, proxy.caPEM, env.admin.name, env.admin.token);
-  const cfg = {
-    ...parseConfig(['--kubeconfig', kubeconfig, '--leader-elect=false', '--health-port', '0', '--metrics-port', '0'], {}),
-    vddkImage: 'registry.example.com/vddk:8.0.3',
-    inventoryURL: sim.inventory.url,
-  };
-  // The controller's own namespace (its credentials key lives there) exists wherever it runs.
-  c = await adminClient();
-  await ensureNamespace(c, cfg.podNamespace);
-  ctl = await runController(cfg, { logger: createLogger({ level: process.env.MC_LOG_LEVEL ?? 'silent' }) });
+  w = await startInProcessWorld({ world, storageClass: 'chaos', mbPerSecond: 1024, faults: { error: 0.05, reset: 0.02, latency: 0.02, latencyMs: 2_000, watchCutMs: 3_000 } });
+  c = w.c;
+  proxy = w.proxy!;
 });
 
 after(async () => {
-  await ctl?.stop();
-  await proxy?.close();
-  await sim?.stop();
-  c?.close();
+  await w?.stop();
 });
 
 test('under injected API faults and watch cuts, every VM of a multi-disk import ends Succeeded with exactly one of each output on its own volume', { timeout: 600_000 }, async () => {
@@ -59,7 +36,7 @@ test('under injected API faults and watch cuts, every VM of a multi-disk import 
   const ledger = new VolumeLedger(c);
   ledger.start(100);
   const task: TaskRef = { namespace: ns, name: 't', vmIds: world.vms.map((v) => v.id) };
-  await createTask(c, task, 'vc', CLASS);
+  await createTask(c, task, 'vc', 'chaos');
   try {
     await waitTasksEnded(c, [task], 480_000);
   } finally {

@@ -5,51 +5,29 @@
 // between the controller and the real API server answers each of the handoff's creates that way once.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { createStorageClass, startSim, type Sim } from '../sim/index.ts';
-import { parseConfig } from '../../src/config.ts';
-import { runController, type RunningController } from '../../src/app.ts';
-import { createLogger } from '../../src/telemetry/logger.ts';
 import type { KubeClient } from '../../src/runtime/kube.ts';
-import { freshNamespace, installOurCRDs, testEnv, writeKubeconfig } from './env/index.ts';
-import { adminClient } from './source-helpers.ts';
-import { NO_FAULTS, startFaultProxy, type FaultProxy } from './chaos/faultproxy.ts';
-import { VolumeLedger, createConnectedSource, createTask, ensureNamespace, importWorld, verifyImport, waitTasksEnded, type TaskRef } from './chaos/fixtures.ts';
+import { freshNamespace } from './env/index.ts';
+import { NO_FAULTS, type FaultProxy } from './chaos/faultproxy.ts';
+import { VolumeLedger, createConnectedSource, createTask, importWorld, verifyImport, waitTasksEnded, type TaskRef } from './chaos/fixtures.ts';
+import { startInProcessWorld, type InProcessWorld } from './chaos/inprocess.ts';
 
 const world = importWorld('https://vcenter-conflict.example.com/sdk', '192.0.2.73', [
   { id: 'vm-1', name: 'conflict01', disksGiB: [1, 1] },
 ]);
-const CLASS = 'conflict';
 
-let sim: Sim;
+let w: InProcessWorld;
 let proxy: FaultProxy;
-let ctl: RunningController;
 let c: KubeClient;
 
 before(async () => {
-  const env = await testEnv();
-  await installOurCRDs();
-  await createStorageClass(env.admin.kubeconfigPath, { name: CLASS, reclaimPolicy: 'Delete' });
-  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world], mbPerSecond: 8192 });
-  // Only forwarding, except for the targeted answers each test sets.
-  proxy = await startFaultProxy(env.server, env.caPEM, NO_FAULTS);
-  const kubeconfig = join(env.dir, `conflict-${process.pid}.kubeconfig`);
-  writeKubeconfig(kubeconfig, proxy.url, proxy.caPEM, env.admin.name, env.admin.token);
-  const cfg = {
-    ...parseConfig(['--kubeconfig', kubeconfig, '--leader-elect=false', '--health-port', '0', '--metrics-port', '0'], {}),
-    vddkImage: 'registry.example.com/vddk:8.0.3',
-    inventoryURL: sim.inventory.url,
-  };
-  c = await adminClient();
-  await ensureNamespace(c, cfg.podNamespace);
-  ctl = await runController(cfg, { logger: createLogger({ level: process.env.MC_LOG_LEVEL ?? 'silent' }) });
+  // Only forwarding, except for the targeted answers the test sets.
+  w = await startInProcessWorld({ world, storageClass: 'conflict', mbPerSecond: 8192, faults: NO_FAULTS });
+  c = w.c;
+  proxy = w.proxy!;
 });
 
 after(async () => {
-  await ctl?.stop();
-  await proxy?.close();
-  await sim?.stop();
-  c?.close();
+  await w?.stop();
 });
 
 test('a handoff create answered 409 Conflict is not taken for done: the VM ends Succeeded with each VMDisk, claim and DataVolume created once', { timeout: 240_000 }, async () => {
@@ -63,7 +41,7 @@ test('a handoff create answered 409 Conflict is not taken for done: the VM ends 
   const ledger = new VolumeLedger(c);
   ledger.start(100);
   const task: TaskRef = { namespace: ns, name: 't', vmIds: ['vm-1'] };
-  await createTask(c, task, 'vc', CLASS);
+  await createTask(c, task, 'vc', 'conflict');
   try {
     await waitTasksEnded(c, [task], 180_000);
   } finally {

@@ -3,15 +3,12 @@
 // tasks) is bench/soak.ts, on the same fixtures.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStorageClass, startSim, vcenter, type Sim } from '../sim/index.ts';
-import { parseConfig } from '../../src/config.ts';
-import { runController, type RunningController } from '../../src/app.ts';
-import { createLogger } from '../../src/telemetry/logger.ts';
+import { vcenter } from '../sim/index.ts';
+import type { RunningController } from '../../src/app.ts';
 import type { KubeClient } from '../../src/runtime/kube.ts';
-import { freshNamespace, installOurCRDs, testEnv } from './env/index.ts';
-import { adminClient } from './source-helpers.ts';
-import { ensureNamespace } from './chaos/fixtures.ts';
+import { freshNamespace } from './env/index.ts';
 import { controllerSizes, grownSince, heapAfterGC, importRound, settledSizes } from './chaos/soak.ts';
+import { startInProcessWorld, type InProcessWorld } from './chaos/inprocess.ts';
 
 const TASKS = 10;
 const world = vcenter({
@@ -21,30 +18,17 @@ const world = vcenter({
 });
 const CLASS = 'soak';
 
-let sim: Sim;
+let w: InProcessWorld;
 let ctl: RunningController;
 let c: KubeClient;
 
 before(async () => {
-  const env = await testEnv();
-  await installOurCRDs();
-  await createStorageClass(env.admin.kubeconfigPath, { name: CLASS, reclaimPolicy: 'Delete' });
-  sim = await startSim({ kubeconfigPath: env.admin.kubeconfigPath, worlds: [world] });
-  const cfg = {
-    ...parseConfig(['--kubeconfig', env.admin.kubeconfigPath, '--leader-elect=false', '--health-port', '0', '--metrics-port', '0'], {}),
-    vddkImage: 'registry.example.com/vddk:8.0.3',
-    inventoryURL: sim.inventory.url,
-  };
-  // The controller's own namespace (its credentials key lives there) exists wherever it runs.
-  c = await adminClient();
-  await ensureNamespace(c, cfg.podNamespace);
-  ctl = await runController(cfg, { logger: createLogger({ level: process.env.MC_LOG_LEVEL ?? 'warn' }) });
+  w = await startInProcessWorld({ world, storageClass: CLASS, logLevel: 'warn' });
+  ({ ctl, c } = w);
 });
 
 after(async () => {
-  await ctl?.stop();
-  await sim?.stop();
-  c?.close();
+  await w?.stop();
 });
 
 const round = async (): Promise<void> => importRound(c, { namespace: await freshNamespace('soak'), world, storageClass: CLASS, vmIds: world.vms.map((v) => v.id) });

@@ -22,6 +22,8 @@ const world = vcenter({
     { id: 'vm-3', name: 'nopriv01', changeTrackingEnabled: true, faults: { snapshotDeniedAt: 2 }, disks: [{ capacityGiB: 1 }] },
     { id: 'vm-4', name: 'flaky01', changeTrackingEnabled: true, changePerInterval: 0.5, faults: { precopyImporterFailures: { precopy: 2, restarts: 1 } }, disks: [{ capacityGiB: 1 }] },
     { id: 'vm-5', name: 'broken01', changeTrackingEnabled: true, changePerInterval: 0.5, faults: { precopyImporterFailures: { precopy: 2, restarts: 4 } }, disks: [{ capacityGiB: 1 }] },
+    // Every precopy copies the whole 16 GiB disk (about 8 s here): long enough to set the cutover mid-copy.
+    { id: 'vm-6', name: 'midcopy01', changeTrackingEnabled: true, changePerInterval: 1, disks: [{ capacityGiB: 16 }] },
   ],
 });
 
@@ -140,4 +142,28 @@ test('a precopy that fails more often than Forklift’s importer retry limit fai
   assert.match(v.message ?? '', /IMPORTER_RETRY/);
   assert.match(v.message ?? '', /Forklift said: .*VixDiskLib_Read/);
   assert.deepEqual(booted.sim.world(URL_VC).liveSnapshots('vm-5'), []);
+});
+
+test('a cutover set on the task while a precopy copies lets that precopy finish, then cuts over: the VM ends Ready, every precopy Forklift started complete', async () => {
+  const ns = await warmTask('warmc-mid', 'vm-6');
+  type Precopy = { start?: string; end?: string };
+  const forkliftVM = async (): Promise<{ phase?: string; warm?: { successes?: number; precopies?: Precopy[] } } | undefined> => {
+    const migs = (await c.list(GVRs.Migration, ns)).items as Array<KubeObject & { status?: { vms?: Array<{ phase?: string; warm?: { successes?: number; precopies?: Precopy[] } }> } }>;
+    return migs[0]?.status?.vms?.[0];
+  };
+  // Forklift's second precopy copying (the first is the full copy): its record has a start and no end yet.
+  const copying = await waitFor('a precopy after the full copy, copying', async () => {
+    const v = await forkliftVM();
+    const pre = v?.warm?.precopies ?? [];
+    return v?.phase === 'CopyDisks' && (v.warm?.successes ?? 0) >= 1 && pre.length >= 2 && !pre[pre.length - 1]!.end ? pre.length : undefined;
+  }, { timeoutMs: 90_000 });
+  const setAt = Date.now();
+  await c.patch(GVRs.VMImportTask, ns, 't', { spec: { cutover: seconds(setAt) } });
+  const end = await vmWhen(ns, 'the VM imported', (v) => v.phase === 'Succeeded' || v.phase === 'Failed', 120_000);
+  await assertImported(ns, 'vm-6', end);
+  const last = await forkliftVM();
+  const ended = last?.warm?.precopies?.[copying - 1]?.end;
+  assert.ok(ended, `the precopy copying at the cutover finished: ${JSON.stringify(last?.warm)}`);
+  assert.ok(Date.parse(ended) > setAt, `the cutover was set while precopy ${copying} still copied (it ended ${ended}, the cutover was set at ${new Date(setAt).toISOString()})`);
+  assert.ok((end.warm?.precopies ?? 0) >= copying - 1, 'the task counts the precopies Forklift completed');
 });
