@@ -813,6 +813,26 @@ export class Forklift {
   }
 
   /**
+   * What every itinerary starts a VM with: its cancel signal (the run's, or a cancel of this VM alone),
+   * the target namespace, and vmLabels (pkg/controller/plan/kubevirt.go): plan, migration, vmID; v2.12.5
+   * adds plan-name, plan-namespace.
+   */
+  private beginVM(run: Run, plan: Obj, vm: VMFixture): { signal: AbortSignal; tns: string; labels: Record<string, string> } {
+    const vmAbort = new AbortController();
+    run.cancelVM.set(vm.id, vmAbort);
+    return {
+      signal: AbortSignal.any([run.abort.signal, vmAbort.signal]),
+      tns: plan.spec.targetNamespace as string,
+      labels: {
+        plan: plan.metadata.uid!,
+        migration: run.migration.metadata.uid!,
+        vmID: vm.id,
+        ...(this.ctx.forkliftVersion === '2.12' ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
+      },
+    };
+  }
+
+  /**
    * One VM along the cold itinerary for a CDI disk copy (pkg/controller/plan/migrator/base/migrator.go
    * coldItinerary; phases in pkg/controller/plan/migration.go): StorePowerState → PowerOffSource →
    * WaitForPowerOff → CreateDataVolumes (VDDK source, one per disk) → CopyDisks (DiskTransfer step, progress
@@ -820,17 +840,7 @@ export class Forklift {
    */
   private async migrateVM(run: Run, plan: Obj, src: Obj, world: World, vm: VMFixture, st: VMState): Promise<void> {
     const ctx = this.ctx;
-    const vmAbort = new AbortController();
-    run.cancelVM.set(vm.id, vmAbort);
-    const signal = AbortSignal.any([run.abort.signal, vmAbort.signal]);
-    const tns: string = plan.spec.targetNamespace;
-    // vmLabels (pkg/controller/plan/kubevirt.go): plan, migration, vmID; v2.12.5 adds plan-name, plan-namespace.
-    const labels: Record<string, string> = {
-      plan: plan.metadata.uid!,
-      migration: run.migration.metadata.uid!,
-      vmID: vm.id,
-      ...(ctx.forkliftVersion === '2.12' ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
-    };
+    const { signal, tns, labels } = this.beginVM(run, plan, vm);
     const convert = converts(plan);
     const init = st.pipeline[0]!;
     const xfer = st.pipeline[1]!;
@@ -904,44 +914,84 @@ export class Forklift {
       xfer.completed = now();
       }
       step = create;
-      create.phase = 'Running';
-      create.started = now();
-      await phase('CreateVM');
-      await this.createVMPhase(run, plan, vm, st, tns, labels, claims, dvs, signal);
-      create.phase = 'Completed';
-      create.progress.completed = 1;
-      create.completed = now();
-      st.phase = 'Completed';
-      st.completed = now();
-      st.conditions = stamp([cond('Succeeded', 'Advisory', 'Completed', 'The VM migration has SUCCEEDED.')], undefined);
-      this.markDirty(run);
+      await this.createVMStep(run, plan, vm, st, create, tns, labels, claims, dvs, phase, signal);
     } catch (e) {
       if (ctx.stopping || run.frozen) return;
-      const canceled = signal.aborted;
       step.phase = step.phase === 'Pending' ? 'Pending' : 'Completed';
-      st.completed = now();
-      if (canceled) {
-        st.phase = 'Canceled';
-        st.conditions = stamp([cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
-      } else {
-        const msg = (e as Error).message;
-        if (!(e as { forklift?: boolean }).forklift) console.error(`[sim] migrate ${vm.id}: ${msg}`);
-        step.error = { phase: st.phase, reasons: [msg] };
-        st.error = { phase: st.phase, reasons: [msg] };
-        st.phase = 'Completed';
-        st.conditions = stamp([cond('Failed', 'Advisory', 'Completed', 'The VM migration has FAILED.')], undefined);
-      }
-      // Canceled VMs are cleaned up; failed VMs too when deleteVmOnFailMigration (default true from 2.12).
-      if (canceled || plan.spec.deleteVmOnFailMigration !== false) {
-        for (const dv of dvs) {
-          await ctx.rest.del(R.DataVolume, tns, dv.metadata.name).catch(() => false);
-          await ctx.rest.del(R.PVC, tns, dv.metadata.name).catch(() => false);
-        }
-      }
-      this.markDirty(run);
+      await this.endVM(run, plan, vm, st, step, e, { tns, dvs, signal, errorPhase: st.phase });
     } finally {
       run.cancelVM.delete(vm.id);
     }
+  }
+
+  /**
+   * The CreateVM phase and the VM's success, where both itineraries end (base/migrator.go: the
+   * VirtualMachineCreation step): EnsureVM, then the DataVolumes' removal (createVMPhase), then Completed
+   * with the Succeeded condition.
+   */
+  private async createVMStep(
+    run: Run,
+    plan: Obj,
+    vm: VMFixture,
+    st: VMState,
+    create: StepState,
+    tns: string,
+    labels: Record<string, string>,
+    claims: Obj[],
+    dvs: Obj[],
+    phase: (name: string) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const now = (): string => new Date().toISOString();
+    create.phase = 'Running';
+    create.started = now();
+    await phase('CreateVM');
+    await this.createVMPhase(run, plan, vm, st, tns, labels, claims, dvs, signal);
+    create.phase = 'Completed';
+    create.progress.completed = 1;
+    create.completed = now();
+    st.phase = 'Completed';
+    st.completed = now();
+    st.conditions = stamp([cond('Succeeded', 'Advisory', 'Completed', 'The VM migration has SUCCEEDED.')], undefined);
+    this.markDirty(run);
+  }
+
+  /**
+   * A VM whose itinerary threw: Canceled when its signal was aborted (a cancel, the Migration deleted),
+   * else Failed with the error recorded on the step and on the VM under `errorPhase` (plan/vm.go AddError,
+   * ReflectPipeline). `beforeCleanup` runs first (the warm run's last snapshot removal). Canceled VMs are
+   * cleaned up; failed VMs too when deleteVmOnFailMigration (default true from 2.12).
+   */
+  private async endVM(
+    run: Run,
+    plan: Obj,
+    vm: VMFixture,
+    st: VMState,
+    step: StepState,
+    e: unknown,
+    o: { tns: string; dvs: Obj[]; signal: AbortSignal; errorPhase: string; quiet?: (msg: string) => boolean; beforeCleanup?: () => void },
+  ): Promise<void> {
+    const canceled = o.signal.aborted;
+    st.completed = new Date().toISOString();
+    if (canceled) {
+      st.phase = 'Canceled';
+      st.conditions = stamp([cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
+    } else {
+      const msg = (e as Error).message;
+      if (!(e as { forklift?: boolean }).forklift && !o.quiet?.(msg)) console.error(`[sim] migrate ${vm.id}: ${msg}`);
+      step.error = { phase: o.errorPhase, reasons: [msg] };
+      st.error = { phase: st.phase, reasons: [msg] };
+      st.phase = 'Completed';
+      st.conditions = stamp([cond('Failed', 'Advisory', 'Completed', 'The VM migration has FAILED.')], undefined);
+    }
+    o.beforeCleanup?.();
+    if (canceled || plan.spec.deleteVmOnFailMigration !== false) {
+      for (const dv of o.dvs) {
+        await this.ctx.rest.del(R.DataVolume, o.tns, dv.metadata.name).catch(() => false);
+        await this.ctx.rest.del(R.PVC, o.tns, dv.metadata.name).catch(() => false);
+      }
+    }
+    this.markDirty(run);
   }
 
   /**
@@ -959,16 +1009,7 @@ export class Forklift {
    */
   private async migrateVMWarm(run: Run, plan: Obj, src: Obj, world: World, vm: VMFixture, st: VMState): Promise<void> {
     const ctx = this.ctx;
-    const vmAbort = new AbortController();
-    run.cancelVM.set(vm.id, vmAbort);
-    const signal = AbortSignal.any([run.abort.signal, vmAbort.signal]);
-    const tns: string = plan.spec.targetNamespace;
-    const labels: Record<string, string> = {
-      plan: plan.metadata.uid!,
-      migration: run.migration.metadata.uid!,
-      vmID: vm.id,
-      ...(ctx.forkliftVersion === '2.12' ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
-    };
+    const { signal, tns, labels } = this.beginVM(run, plan, vm);
     const [init, xfer, cut, create] = st.pipeline as [StepState, StepState, StepState, StepState];
     const warm = st.warm!;
     const now = (): string => new Date().toISOString();
@@ -1101,45 +1142,23 @@ export class Forklift {
       cut.phase = 'Completed';
       cut.completed = now();
       step = create;
-      create.phase = 'Running';
-      create.started = now();
-      await phase('CreateVM');
-      // EnsureVM, then the CreateVM phase's DataVolume removal, as on the cold path.
-      await this.createVMPhase(run, plan, vm, st, tns, labels, claims, dvs, signal);
-      create.phase = 'Completed';
-      create.progress.completed = 1;
-      create.completed = now();
-      st.phase = 'Completed';
-      st.completed = now();
-      st.conditions = stamp([cond('Succeeded', 'Advisory', 'Completed', 'The VM migration has SUCCEEDED.')], undefined);
-      this.markDirty(run);
+      await this.createVMStep(run, plan, vm, st, create, tns, labels, claims, dvs, phase, signal);
     } catch (e) {
       if (ctx.stopping || run.frozen) return;
-      const canceled = signal.aborted;
-      st.completed = now();
-      if (canceled) {
-        st.phase = 'Canceled';
-        st.conditions = stamp([cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
-      } else {
-        const msg = (e as Error).message;
-        if (!(e as { forklift?: boolean }).forklift && msg !== NO_PERMISSION) console.error(`[sim] migrate ${vm.id}: ${msg}`);
+      await this.endVM(run, plan, vm, st, step, e, {
+        tns,
+        dvs,
+        signal,
         // step.AddError; ReflectPipeline copies it to the VM's error under the phase it happened in (plan/vm.go AddError).
-        step.error = { phase: step.phase, reasons: [msg] };
-        st.error = { phase: st.phase, reasons: [msg] };
-        st.phase = 'Completed';
-        st.conditions = stamp([cond('Failed', 'Advisory', 'Completed', 'The VM migration has FAILED.')], undefined);
-      }
-      // A failed warm run cannot reach its snapshot removal phases: Forklift removes the last snapshot here
-      // (migration.go, removeLastWarmSnapshot) so none is left orphaned on the source.
-      const p = warm.precopies[warm.precopies.length - 1];
-      if (p?.snapshot && world.liveSnapshots(vm.id).includes(p.snapshot)) p.removeTaskId = world.removeSnapshot(vm.id, p.snapshot);
-      if (canceled || plan.spec.deleteVmOnFailMigration !== false) {
-        for (const dv of dvs) {
-          await ctx.rest.del(R.DataVolume, tns, dv.metadata.name).catch(() => false);
-          await ctx.rest.del(R.PVC, tns, dv.metadata.name).catch(() => false);
-        }
-      }
-      this.markDirty(run);
+        errorPhase: step.phase,
+        quiet: (msg) => msg === NO_PERMISSION,
+        // A failed warm run cannot reach its snapshot removal phases: Forklift removes the last snapshot here
+        // (migration.go, removeLastWarmSnapshot) so none is left orphaned on the source.
+        beforeCleanup: () => {
+          const p = warm.precopies[warm.precopies.length - 1];
+          if (p?.snapshot && world.liveSnapshots(vm.id).includes(p.snapshot)) p.removeTaskId = world.removeSnapshot(vm.id, p.snapshot);
+        },
+      });
     } finally {
       run.cancelVM.delete(vm.id);
     }
