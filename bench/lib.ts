@@ -266,6 +266,8 @@ export interface EnvOptions {
   mbPerSecond?: number;
   /** Changed block tracking on every VM (what a warm import needs; vSphere's default is off). */
   changeTracking?: boolean;
+  /** kube-controller-manager's client rate (ControlPlaneOptions.kcmQPS); its default (20) otherwise. */
+  kcmQPS?: number;
 }
 
 export interface BenchEnv {
@@ -304,7 +306,7 @@ function vmId(disks: 1 | 4, i: number): string {
 
 export async function startEnv(o: EnvOptions = {}): Promise<BenchEnv> {
   const t0 = Date.now();
-  const cp = await ControlPlane.start({ auditLog: o.auditLog !== false, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true });
+  const cp = await ControlPlane.start({ auditLog: o.auditLog !== false, pvSyncPeriod: o.pvSyncPeriod ?? '15s', quiet: true, ...(o.kcmQPS ? { kcmQPS: o.kcmQPS } : {}) });
   const admin = new KubeClient(kubeConfigFor(cp.info.admin.kubeconfigPath), { fieldManager: 'bench' });
   await applyCRDs(admin, join(REPO_ROOT, 'crds'));
   const n1 = o.oneDiskVMs ?? 0;

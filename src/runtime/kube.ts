@@ -222,12 +222,23 @@ export class KubeClient {
     }
     const mod = url.protocol === 'https:' ? https : http;
     const deadlineMs = timeoutMs ?? this.opts.timeoutMs!;
-    const deadline = AbortSignal.timeout(deadlineMs);
-    const signal = AbortSignal.any([deadline, this.inflight.signal]);
+    // The deadline and the in-flight cancel are wired by hand and undone when the request ends. A signal
+    // combined by AbortSignal.timeout/any and handed to http.request outlives the request instead: the
+    // timeout's timer cannot be cleared, and Node keeps a combined signal with an abort listener in a global
+    // set until its timer fires — at a hundred requests a second, thousands of timers, signals and their
+    // registry cells alive at any moment, for the whole 30 s deadline of each (seen in heap snapshots of the
+    // soak benchmark, bench/heapdiff.ts).
+    const inflight = this.inflight.signal;
+    let timedOut = false;
+    let cancel: () => void = () => undefined;
+    const deadlineTimer = setTimeout(() => {
+      timedOut = true;
+      cancel();
+    }, deadlineMs);
     const result = await new Promise<{ status: number; text: string; retryAfter?: string }>((resolve, reject) => {
       const req = mod.request(
         url,
-        { method, headers, agent: this.agent, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, timeout: deadlineMs, signal },
+        { method, headers, agent: this.agent, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, timeout: deadlineMs },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -235,8 +246,11 @@ export class KubeClient {
           res.on('error', reject);
         },
       );
+      cancel = () => req.destroy(Object.assign(new Error('The operation was aborted'), { name: 'AbortError' }));
+      if (inflight.aborted) cancel();
+      else inflight.addEventListener('abort', cancel, { once: true });
       req.on('timeout', () => req.destroy(new Error(`request timed out after ${deadlineMs} ms: ${method} ${path}`)));
-      req.on('error', (e) => reject(deadline.aborted ? new Error(`request timed out after ${deadlineMs} ms: ${method} ${path}`) : e));
+      req.on('error', (e) => reject(timedOut ? new Error(`request timed out after ${deadlineMs} ms: ${method} ${path}`) : e));
       // Nothing is sent until the connection is up (headers go with the first write): a write is checked
       // against the fence at that moment, not when it was decided.
       const send = (): void => {
@@ -256,11 +270,16 @@ export class KubeClient {
           send();
         });
       });
-    }).catch((e: Error) => {
-      this.opts.observe?.(method, gvr, 0, performance.now() - t0);
-      if (e instanceof FencedError) throw e;
-      throw new ApiError(0, 'ConnectionError', e.message);
-    });
+    })
+      .finally(() => {
+        clearTimeout(deadlineTimer);
+        inflight.removeEventListener('abort', cancel);
+      })
+      .catch((e: Error) => {
+        this.opts.observe?.(method, gvr, 0, performance.now() - t0);
+        if (e instanceof FencedError) throw e;
+        throw new ApiError(0, 'ConnectionError', e.message);
+      });
     this.opts.observe?.(method, gvr, result.status, performance.now() - t0);
     let parsed: unknown;
     try {

@@ -123,6 +123,9 @@ export class Forklift {
     };
     inf.provider.on((t, o) => {
       if (t !== 'DELETED') this.pq.add(keyOf(o));
+      // Forklift drops a deleted Provider's inventory collector (kubev2v/forklift@v2.11.5:
+      // pkg/controller/provider/controller.go, Reconcile on NotFound: r.container.Delete); so does the sim.
+      else this.forget(this.loaded, this.loading, o.metadata.uid!);
       all();
     });
     inf.host.on((t, o) => {
@@ -506,6 +509,33 @@ export class Forklift {
     if (this.isReadyConds(conds)) for (const m of this.ctx.inf.migration!.list(ns)) if (m.spec?.plan?.name === name) this.migq.add(keyOf(m));
   }
 
+  /** Drops `key` (or, with `prefix`, every key starting with it) from a finished and an in-progress set. */
+  private forget(done: Set<string>, doing: Set<string>, key: string, prefix = false): void {
+    for (const set of [done, doing]) {
+      if (!prefix) set.delete(key);
+      else for (const k of set) if (k.startsWith(key)) set.delete(k);
+    }
+  }
+
+  /** A namespace is gone, and with it its pods and their logs. */
+  namespaceGone(ns: string): void {
+    for (const k of this.podLogs.keys()) if (k.startsWith(`${ns}/`)) this.podLogs.delete(k);
+  }
+
+  /** Sizes of what the simulated Forklift holds in memory (the soak benchmark checks they return to baseline). */
+  memory(): Record<string, number> {
+    return {
+      loaded: this.loaded.size + this.loading.size,
+      vddkChecked: this.vddkChecked.size + this.vddkChecking.size,
+      planValidation: this.planValidation.size,
+      runs: this.runs.size,
+      podLogs: this.podLogs.size,
+      writeChains: this.writeChains.size,
+      planRedo: this.planRedo.size,
+      dirty: this.dirty.size,
+    };
+  }
+
   private isReadyConds(cs: Cond[]): boolean {
     return cs.some((c) => c.type === 'Ready');
   }
@@ -526,6 +556,9 @@ export class Forklift {
   private async planDeleted(plan: Obj): Promise<void> {
     const key = keyOf(plan);
     this.planValidation.delete(key);
+    // What the sim kept about the Plan goes with it (Forklift keeps nothing in memory per deleted Plan).
+    this.writeChains.delete(key);
+    this.forget(this.vddkChecked, this.vddkChecking, `${plan.metadata.uid}/`, true);
     const run = this.runs.get(key);
     run?.abort.abort();
     if (run?.frozen) this.runs.delete(key);

@@ -67,6 +67,8 @@ export interface Sim {
   flapConnection(url: string, holdMs: number): Promise<void>;
   /** The log of a virt-v2v conversion pod (Forklift's pod logs: no kubelet runs here, the sim keeps them). */
   conversionPodLog(namespace: string, name: string): string | undefined;
+  /** Sizes of the simulator's in-memory state: Forklift's maps, the informer caches, timers pending. */
+  memory(): Record<string, number>;
   /** Name of the ValidatingWebhookConfiguration the sim registered. */
   readonly webhookConfigName: string;
   /** Stops loops and servers, removes its webhook configuration. */
@@ -133,6 +135,9 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
   running = true;
   // Namespaces first: the scope of every other informer is decided by their owner labels.
   const namespaces = new Informer(rest, R.Namespace).start();
+  namespaces.on((t, o) => {
+    if (t === 'DELETED') forklift?.namespaceGone(o.metadata.name);
+  });
   const visible = visibleIn((n) => namespaces.get(undefined, n));
   const mk = (res: (typeof R)[keyof typeof R]): Informer => new Informer(rest, res, visible);
   const ctx: Ctx = {
@@ -234,6 +239,13 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     },
     setInventoryCertMismatch: (on: boolean) => inv.setCertMismatch(on),
     conversionPodLog: (namespace: string, name: string) => forklift?.conversionPodLog(namespace, name),
+    memory(): Record<string, number> {
+      const out: Record<string, number> = { timers: ctx.timers.size };
+      for (const [k, v] of Object.entries(forklift?.memory() ?? {})) out[`forklift.${k}`] = v;
+      for (const [k, i] of Object.entries(ctx.inf)) if (i) out[`cache.${k}`] = (i as Informer).cache.size;
+      for (const w of ctx.worlds) out[`world.${w.fixture.url}.snapshotLog`] = w.snapshotLog.length;
+      return out;
+    },
     async flapConnection(url: string, holdMs: number): Promise<void> {
       if (!forklift) throw new Error('sim: Forklift is not installed');
       const w = byUrl.get(url) ?? ctx.worlds.find((x) => x.url.replace(/\/$/, '') === url.replace(/\/$/, ''));

@@ -372,6 +372,10 @@ export class Informer {
         const v = pred();
         if (v) {
           this.waiters.delete(check);
+          // The listener goes too: a signal that outlives the wait (a run's, combined by AbortSignal.any)
+          // keeps every listener — and what its closure holds — for as long as it lives (Node keeps a
+          // combined signal with an abort listener in a global set until the listener is removed).
+          signal?.removeEventListener('abort', check);
           resolve(v);
         }
       };

@@ -57,6 +57,8 @@ export interface RoundOptions {
   timeoutMs?: number;
   /** Called with the sizes at the round's peak (every task Succeeded, nothing deleted yet). */
   atPeak?: () => void;
+  /** Leave the namespace in place: the caller deletes it (deleteRound) when it chooses. */
+  keep?: boolean;
 }
 
 /** One round: a namespace, a source, one-VM imports to the end, then the namespace deleted and its volumes gone. */
@@ -71,6 +73,11 @@ export async function importRound(c: KubeClient, o: RoundOptions): Promise<void>
     return ts.length === o.vmIds.length && ts.every((t) => t.status?.phase === 'Succeeded');
   }, timeoutMs);
   o.atPeak?.();
+  if (!o.keep) await deleteRound(c, ns, timeoutMs);
+}
+
+/** Deletes a round's namespace and waits until it and the volumes of its claims are gone. */
+export async function deleteRound(c: KubeClient, ns: string, timeoutMs = 180_000): Promise<void> {
   await c.delete(GVRs.Namespace, undefined, ns);
   await until(`namespace ${ns} gone`, async () => !(await c.get(GVRs.Namespace, undefined, ns)), timeoutMs);
   // Cluster-scoped leftovers of the round: the handed-off volumes, deleted with their claims (Delete).

@@ -45,6 +45,13 @@ export interface ControlPlaneOptions {
    * children with piped output would prevent forever (a benchmark that never exits).
    */
   letProcessExit?: boolean;
+  /**
+   * kube-controller-manager's client rate (--kube-api-qps; burst twice that). Its default, 20 QPS, makes a
+   * namespace holding a few thousand objects take minutes to delete (the namespace deleter, the PVC
+   * protection and PV binder controllers share that budget): the soak benchmark raises it so that its rounds
+   * measure the controller, not the deletion's queue.
+   */
+  kcmQPS?: number;
 }
 
 /**
@@ -346,6 +353,7 @@ export class ControlPlane {
         '--use-service-account-credentials=false',
         `--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service${opts.serviceRoutingByTest ? ',-endpoint' : ''}`,
         `--pvclaimbinder-sync-period=${opts.pvSyncPeriod ?? '1s'}`,
+        ...(opts.kcmQPS ? [`--kube-api-qps=${opts.kcmQPS}`, `--kube-api-burst=${2 * opts.kcmQPS}`] : []),
       ]);
       // Ready when the service-account token controller has populated the default namespace's account.
       await until(

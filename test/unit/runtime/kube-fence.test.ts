@@ -2,6 +2,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { queryObjects } from 'node:v8';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { FencedError, KubeClient } from '../../../src/runtime/kube.ts';
@@ -79,5 +80,22 @@ test('abortInFlight cancels what is in flight; later requests go through', async
   c.abortInFlight();
   await assert.rejects(hanging, /ConnectionError|abort/i);
   assert.ok(await c.get(GVRs.ConfigMap, 'ns', 'x'));
+  c.close();
+});
+
+test('a finished request leaves nothing of its deadline or cancel behind (no timer, signal or listener for the rest of its deadline)', async () => {
+  const c = client();
+  await c.get(GVRs.ConfigMap, 'ns', 'x'); // connection up, lazy state built
+  // queryObjects collects garbage first: what it counts is what something still holds.
+  const signals = (): number => queryObjects(AbortSignal, { format: 'count' }) as number;
+  const before = signals();
+  for (let i = 0; i < 300; i++) await c.get(GVRs.ConfigMap, 'ns', 'x');
+  const grown = signals() - before;
+  assert.ok(grown < 30, `${grown} AbortSignals outlived 300 finished requests`);
+  // ... and cancelling in-flight work later still works (the listener is per request, not lost).
+  const hanging = c.request('GET', '/api/v1/hang');
+  await new Promise((r) => setTimeout(r, 50));
+  c.abortInFlight();
+  await assert.rejects(hanging, /ConnectionError|abort/i);
   c.close();
 });
