@@ -156,6 +156,15 @@ export function procStats(pid: number): ProcStats {
 
 // ---------------------------------------------------------------- audit log
 
+export interface TimelineEntry {
+  atMs: number;
+  serverMs: number;
+  verb: string;
+  resource: string;
+  object: string;
+  code: number;
+}
+
 export interface RequestCount {
   total: number;
   reads: number;
@@ -228,6 +237,37 @@ export class AuditLog {
     }
     out.byVerbResource = Object.fromEntries(Object.entries(out.byVerbResource).sort((a, b) => b[1] - a[1]));
     return out;
+  }
+
+  /**
+   * The requests `user` made from the mark `from` whose arrival lies in [fromMs, toMs] (epoch ms), in order:
+   * arrival time, how long the API server took, verb, resource and object. A timeline of what a controller
+   * did in an interval (the handoff latency's breakdown).
+   */
+  timeline(from: number, fromMs: number, toMs: number, user = CONTROLLER_USER): TimelineEntry[] {
+    const out: TimelineEntry[] = [];
+    for (const line of this.readFrom(from).split('\n')) {
+      if (!line || !line.includes(`"${user}"`)) continue;
+      let ev: { stage?: string; verb?: string; user?: { username?: string }; objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string }; requestReceivedTimestamp?: string; stageTimestamp?: string; responseStatus?: { code?: number } };
+      try {
+        ev = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (ev.user?.username !== user || ev.stage !== 'ResponseComplete' || ev.verb === 'watch') continue;
+      const at = Date.parse(ev.requestReceivedTimestamp ?? '');
+      if (!(at >= fromMs && at <= toMs)) continue;
+      const r = ev.objectRef ?? {};
+      out.push({
+        atMs: at,
+        serverMs: Date.parse(ev.stageTimestamp ?? '') - at,
+        verb: ev.verb ?? '?',
+        resource: (r.resource ?? '?') + (r.subresource ? `/${r.subresource}` : ''),
+        object: r.name ? `${r.namespace ? `${r.namespace}/` : ''}${r.name}` : '',
+        code: ev.responseStatus?.code ?? 0,
+      });
+    }
+    return out.sort((a, b) => a.atMs - b.atMs);
   }
 
   /** Resolves once `user` has made no request for `quietMs` (the controller settled); returns the end mark. */
