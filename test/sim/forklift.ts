@@ -123,7 +123,7 @@ export class Forklift {
     };
     inf.provider.on((t, o) => {
       if (t !== 'DELETED') this.pq.add(keyOf(o));
-      // Forklift drops a deleted Provider's inventory collector (kubev2v/forklift@v2.11.5:
+      // Forklift drops a deleted Provider's inventory collector (kubev2v/forklift:
       // pkg/controller/provider/controller.go, Reconcile on NotFound: r.container.Delete); so does the sim.
       else this.forget(this.loaded, this.loading, o.metadata.uid!);
       all();
@@ -556,7 +556,7 @@ export class Forklift {
   private async planDeleted(plan: Obj): Promise<void> {
     const key = keyOf(plan);
     this.planValidation.delete(key);
-    // What the sim kept about the Plan goes with it (Forklift keeps nothing in memory per deleted Plan).
+    // The sim's own bookkeeping for the Plan goes with it (not a simulated behaviour: no API object changes).
     this.writeChains.delete(key);
     this.forget(this.vddkChecked, this.vddkChecking, `${plan.metadata.uid}/`, true);
     const run = this.runs.get(key);
