@@ -29,6 +29,15 @@ after(async () => {
   await new Promise((r) => server.close(r));
 });
 
+/** Resolves once the server has received a request for `path` (the request is then in flight). */
+async function arrived(path: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!received.some((r) => r.endsWith(path))) {
+    if (Date.now() > deadline) throw new Error(`no request for ${path} reached the server`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
 function client(timeoutMs = 30_000): KubeClient {
   const kc = new KubeConfig();
   kc.loadFromOptions({ clusters: [{ name: 'c', server: url, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
@@ -75,8 +84,9 @@ test('a write decided before the fence closed is refused when its connection com
 
 test('abortInFlight cancels what is in flight; later requests go through', async () => {
   const c = client();
+  received.length = 0;
   const hanging = c.request('GET', '/api/v1/hang');
-  await new Promise((r) => setTimeout(r, 50));
+  await arrived('/api/v1/hang');
   c.abortInFlight();
   await assert.rejects(hanging, /ConnectionError|abort/i);
   assert.ok(await c.get(GVRs.ConfigMap, 'ns', 'x'));
@@ -93,8 +103,9 @@ test('a finished request leaves nothing of its deadline or cancel behind (no tim
   const grown = signals() - before;
   assert.ok(grown < 30, `${grown} AbortSignals outlived 300 finished requests`);
   // ... and cancelling in-flight work later still works (the listener is per request, not lost).
+  received.length = 0;
   const hanging = c.request('GET', '/api/v1/hang');
-  await new Promise((r) => setTimeout(r, 50));
+  await arrived('/api/v1/hang');
   c.abortInFlight();
   await assert.rejects(hanging, /ConnectionError|abort/i);
   c.close();
