@@ -127,6 +127,30 @@ async function waitUntil<T>(what: string, timeoutMs: number, fn: () => Promise<T
   }
 }
 
+/**
+ * What a stuck import looked like when the demo gave up: the task's conditions and VMs, Forklift's view
+ * of each VM (the Plan's pipeline phase), and the controller's last log lines — enough to tell a stalled
+ * engine from a stalled controller without the sandbox.
+ */
+async function stuckReport(client: KubeClient, task: VMImportTask | undefined, controllerLog: string): Promise<string> {
+  const out: string[] = ['--- the task ---', JSON.stringify({ conditions: task?.status?.conditions, vms: task?.status?.vms }, null, 1)];
+  try {
+    for (const p of (await client.list(GVRs.Plan, NS)).items as Array<KubeObject & { status?: { conditions?: Array<{ type: string; status: string; message?: string }>; migration?: { vms?: Array<{ id: string; phase?: string; error?: unknown; warm?: { precopies?: unknown[] } }> } } }>) {
+      out.push(`--- Plan ${p.metadata!.name} ---`, `conditions: ${(p.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).join(', ')}`);
+      for (const v of p.status?.migration?.vms ?? []) out.push(`  ${v.id}: phase ${v.phase ?? '—'}, precopies ${v.warm?.precopies?.length ?? 0}${v.error ? `, error ${JSON.stringify(v.error)}` : ''}`);
+    }
+    for (const m of (await client.list(GVRs.Migration, NS)).items as Array<KubeObject & { spec?: { cutover?: string } }>) out.push(`--- Migration ${m.metadata!.name}: cutover ${m.spec?.cutover ?? '—'} ---`);
+  } catch (e) {
+    out.push(`(Forklift's objects could not be read: ${(e as Error).message})`);
+  }
+  try {
+    out.push('--- the controller log, last 40 lines ---', ...readFileSync(controllerLog, 'utf8').trimEnd().split('\n').slice(-40));
+  } catch {
+    /* no log yet */
+  }
+  return out.join('\n');
+}
+
 async function main(): Promise<void> {
   const t0 = Date.now();
   say(`migration-controller demo: a tenant imports two vSphere VMs into Cozystack${WARM ? ', warm (precopies while they run, then a cutover)' : ''}.`);
@@ -283,7 +307,7 @@ async function main(): Promise<void> {
         cutoverAsked = true;
       }
     }
-    if (Date.now() > deadline) throw new Error('the import did not finish within 3 minutes');
+    if (Date.now() > deadline) throw new Error(`the import did not finish within 3 minutes\n${await stuckReport(admin, task, controllerLog)}`);
     await new Promise((r) => setTimeout(r, TTY ? 200 : 250));
   }
 

@@ -33,7 +33,9 @@ async function runDemo(args: string[]): Promise<{ stdout: string; both: string }
     });
   });
   const both = `${stdout}\n--- stderr ---\n${stderr}`;
-  assert.equal(code, 0, both);
+  // Why it failed first (the demo's error and its last screen), then the whole run: a runner that
+  // repeats only the head of a failure still shows the cause.
+  assert.equal(code, 0, `the demo exited ${code}\n--- stderr ---\n${stderr}\n--- the last 60 lines of its output ---\n${stdout.trimEnd().split('\n').slice(-60).join('\n')}\n--- its whole output ---\n${stdout}`);
   return { stdout, both };
 }
 
