@@ -198,12 +198,28 @@ export const handoffExpectations = new Expectations();
 interface Reader {
   live: boolean;
   counters: ReadCounters;
+  /** Any object: absent from a label-filtered cache, the API server is asked (it may lack the labels). */
   get(gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined>;
+  /**
+   * An output of this handoff (target claim, its DataVolume, VMDisk, VMInstance), read where a foreign
+   * object of that name needs no telling apart: ours carry the task's labels from their creation, so
+   * absence from the cache filtered on them is believed. Without that, every wait asked the API server
+   * for outputs not made yet and answered 404 — the top requests of the 800-task benchmark once the
+   * claim and DataVolume caches were split per selector. What can go wrong stays harmless: a create over
+   * an object the cache missed meets AlreadyExists, which makes the next read live (expectations.ts), and
+   * a verdict is confirmed by a live pass. Before the first write the foreign check reads with get().
+   */
+  own(gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined>;
 }
 
 function reader(ctx: ReconcileContext, live: boolean): Reader {
   const counters: ReadCounters = { cache: 0, live: 0 };
-  return { live, counters, get: (gvr, ns, name) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters }) };
+  return {
+    live,
+    counters,
+    get: (gvr, ns, name) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters }),
+    own: (gvr, ns, name) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters, trustAbsence: true }),
+  };
 }
 
 /**
@@ -254,13 +270,14 @@ const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
  * claim is bound and its DataVolume exists (steps 9 and 10), and on a live pass. A foreign VMDisk made in
  * between is met by our create's AlreadyExists, which the next (live) read turns into the verdict.
  */
-async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
-  const [claim, dataVolume] = await Promise.all([rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName), rd.get(GVRs.DataVolume, ns, d.claimName)]);
+async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean; foreignCheck?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
+  const read = o.foreignCheck ? rd.get : rd.own;
+  const [claim, dataVolume] = await Promise.all([read(GVRs.PersistentVolumeClaim, ns, d.claimName), read(GVRs.DataVolume, ns, d.claimName)]);
   const needVMDisk = o.vmDisk || rd.live || (!!dataVolume && (claim?.status as { phase?: string } | undefined)?.phase === 'Bound');
   let vmDiskObject: KubeObject | undefined;
   if (needVMDisk) {
     const known = rd.live ? undefined : knownVMDisks.get(vmDiskKey(ns, d.vmDisk));
-    vmDiskObject = known ?? (await rd.get(GVRs.VMDisk, ns, d.vmDisk));
+    vmDiskObject = known ?? (await read(GVRs.VMDisk, ns, d.vmDisk));
     if (vmDiskObject && !known && hasOutputMarkers(vmDiskObject, markers)) knownVMDisks.set(vmDiskKey(ns, d.vmDisk), vmDiskObject);
   }
   return { claim, dataVolume, vmDiskObject };
@@ -268,16 +285,33 @@ async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Mark
 
 /** The recorded checkpoint says the VMDisk was created by this handoff (create-vmdisk, settle-volume, done). */
 export function vmDiskCreatedBy(checkpoint: string | undefined): boolean {
+  return checkpointReached(checkpoint, Step.CreateVMDisk);
+}
+
+/** The recorded checkpoint is `step` or later: a decision past it was taken (and recorded) earlier. */
+export function checkpointReached(checkpoint: string | undefined, step: StepName): boolean {
   if (!checkpoint) return false;
   if (checkpoint === DISK_DONE) return true;
   const i = DISK_STEPS.indexOf(checkpoint as StepName);
-  return i >= 0 && i >= DISK_STEPS.indexOf(Step.CreateVMDisk);
+  return i >= 0 && i >= DISK_STEPS.indexOf(step);
 }
 
 /** Reads everything one disk's decision depends on. */
 async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promise<DiskObservation> {
   const ns = input.task.metadata.namespace!;
-  const transferClaim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName);
+  // Forklift's transfer objects, once a recorded step proves them gone, are not read again on cached
+  // passes: nothing recreates them (Forklift is done, and CDI recreates a claim only for a DataVolume that
+  // still exists), and the filtered caches cannot answer their absence, so each pass asked the API server
+  // and got 404 — most of the 800-task benchmark's requests. The proofs are the recipe's own order
+  // (plan.ts): no step past DeleteTransferDataVolume is decided while a transfer DataVolume exists; and
+  // once DeleteTransferClaim was taken (a UID-preconditioned delete) the claim is going or gone, while
+  // the next step, RebindVolume, waits for the volume to leave Bound, which the PV controller does only
+  // once that claim is gone. A checkpoint lost to a crash only makes a pass read more; a live pass
+  // (settling, every verdict) reads them all.
+  const at = d.previous?.handoff;
+  const transferClaimGone = !rd.live && checkpointReached(at, Step.DeleteTransferClaim);
+  const transferDataVolumesGone = !rd.live && checkpointReached(at, Step.OrphanTransferClaim);
+  const transferClaim = transferClaimGone ? undefined : await rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName);
   const volumeName =
     d.recorded?.metadata?.name ?? d.previous?.volumeName ?? ((transferClaim?.spec as { volumeName?: string } | undefined)?.volumeName || undefined);
   const volume = await rd.get(GVRs.PersistentVolume, undefined, volumeName);
@@ -287,7 +321,7 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
   if (d.transferClaimName) dvNames.add(d.transferClaimName);
   const ownerUids = new Set((transferClaim?.metadata?.ownerReferences ?? []).map((r) => r.uid));
   const transferDataVolumes: KubeObject[] = [];
-  for (const name of dvNames) {
+  for (const name of transferDataVolumesGone ? [] : dvNames) {
     const dv = await rd.get(GVRs.DataVolume, ns, name);
     if (dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id)) transferDataVolumes.push(dv);
   }
@@ -528,7 +562,7 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     const foreignVMI = foreignVMInstance({ vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName) }, m);
     if (foreignVMI) return failed(foreignVMI.reason, foreignVMI.message, plainEvidence());
     for (const d of disks) {
-      const f = foreignOutput({ ...(await observeOutputs(rd, ns, d, m, { vmDisk: true })), claimName: d.claimName, vmDisk: d.vmDisk }, m);
+      const f = foreignOutput({ ...(await observeOutputs(rd, ns, d, m, { vmDisk: true, foreignCheck: true })), claimName: d.claimName, vmDisk: d.vmDisk }, m);
       if (f) return failed(f.reason, f.message, plainEvidence());
     }
   }
@@ -540,7 +574,7 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     // whole observation: a many-disk VM would otherwise re-read every finished disk on every call.
     // A live (verdict) pass observes every disk in full: a finished VM rests on every disk's VMDisk too.
     if (!rd.live && d.recorded?.metadata?.annotations?.[ANNOTATION_HANDOFF] === HANDOFF_SETTLED) {
-      const claim = await rd.get(GVRs.PersistentVolumeClaim, ns, d.claimName);
+      const claim = await rd.own(GVRs.PersistentVolumeClaim, ns, d.claimName);
       if (claimRefMatches(d.recorded, claim)) {
         out.push(evidence(d, undefined, DISK_DONE));
         continue;
@@ -587,9 +621,9 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   }
 
   // Every disk settled: the VMInstance, then the scaffolding VM goes.
-  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName), scaffoldingVM: input.forkliftVM };
+  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await rd.own(GVRs.VMInstance, ns, input.vmName), scaffoldingVM: input.forkliftVM };
   // Once the VMInstance exists: its disks' releases too (read afresh: nothing watches the aggregated API).
-  if (vmObs.vmInstance) vmObs.vmDisks = await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.get(GVRs.VMDisk, ns, d.vmDisk) })));
+  if (vmObs.vmInstance) vmObs.vmDisks = await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.own(GVRs.VMDisk, ns, d.vmDisk) })));
   const va = nextVMStep(vmObs, m);
   if (va.type === 'fail') return failed(va.reason, va.message, out);
   if (va.type === 'wait') {
