@@ -412,6 +412,8 @@ export class KubeClient {
               }
               reject(new ApiError(res.statusCode ?? 0, st.reason ?? String(res.statusCode), st.message ?? text.slice(0, 300)));
             });
+            // Broken off mid-body: without an 'error' listener the response would never settle.
+            res.on('error', (e) => reject(e));
             return;
           }
           let buf = '';

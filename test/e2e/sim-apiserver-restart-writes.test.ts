@@ -49,6 +49,23 @@ async function crashApiServer(): Promise<void> {
   await cp.restartApiServer();
 }
 
+/** Each VM's pipeline phase and step states in the Plan, and the namespace's DataVolumes and claims. */
+async function whereVMsAre(): Promise<string> {
+  const out: string[] = [];
+  try {
+    const p = await rest.get(R.Plan, NS, 'p');
+    out.push(`Plan conditions: ${((p?.status?.conditions ?? []) as Array<{ type: string }>).map((c) => c.type).join(', ')}`);
+    for (const v of (p?.status?.migration?.vms ?? []) as Array<{ id: string; phase?: string; error?: unknown; pipeline?: Array<{ name: string; phase?: string }> }>) {
+      out.push(`  ${v.id}: ${v.phase ?? '—'} [${(v.pipeline ?? []).map((s) => `${s.name}=${s.phase ?? '—'}`).join(' ')}]${v.error ? ` error ${JSON.stringify(v.error)}` : ''}`);
+    }
+    for (const o of (await rest.list(R.DataVolume, NS)).items) out.push(`  DataVolume ${o.metadata.name}: ${o.status?.phase ?? '—'}`);
+    for (const o of (await rest.list(R.PVC, NS)).items) out.push(`  claim ${o.metadata.name}: ${o.status?.phase ?? '—'}`);
+  } catch (e) {
+    out.push(`(could not read: ${(e as Error).message})`);
+  }
+  return out.join('\n');
+}
+
 after(async () => {
   await sim?.stop();
   rest?.close();
@@ -102,7 +119,10 @@ test('VMs whose DataVolumes and VirtualMachines are being written while kube-api
     const done = await waitFor('the Migration ended', async () => {
       const m = await rest.get(R.Migration, NS, mig!.metadata.name).catch(() => undefined);
       return condition(m, 'Succeeded') || condition(m, 'Failed') ? m : undefined;
-    }, { timeoutMs: 240_000 });
+    }, { timeoutMs: 240_000 }).catch(async (e: Error) => {
+      // Where each VM stopped, so that a run that never ends says which step it hangs on.
+      throw new Error(`${e.message}\n${await whereVMsAre()}`);
+    });
     const p = await rest.get(R.Plan, NS, 'p');
     const failed = ((p?.status?.migration?.vms ?? []) as Array<{ id: string; error?: unknown }>).filter((v) => v.error).map((v) => `${v.id}: ${JSON.stringify(v.error)}`);
     assert.ok(condition(done as Obj, 'Succeeded'), `the Migration Succeeded: ${JSON.stringify((done as Obj).status?.conditions)}; failed VMs: ${failed.join('; ')}`);

@@ -169,6 +169,13 @@ export class Rest {
             return;
           }
           res.on('data', (c: string) => (text += c));
+          // A response the server breaks off after its headers (killed mid-answer) never ends: with no
+          // 'error' listener Node's IncomingMessage only emits 'aborted' and 'close', and the request would
+          // wait forever — a Plan status write stuck so, with every later write queued behind it.
+          res.on('error', (e) => reject(new HttpError(0, 'ConnectionError', `socket hang up: ${e.message} (response of ${method} ${p} cut off)`)));
+          res.on('close', () => {
+            if (!res.complete) reject(new HttpError(0, 'ConnectionError', `socket hang up (response of ${method} ${p} cut off)`));
+          });
           res.on('end', () => {
             let parsed: { reason?: string; message?: string } | undefined;
             try {

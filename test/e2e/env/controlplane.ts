@@ -180,6 +180,9 @@ function httpsGet(url: string, caPEM: string, token: string, timeoutMs: number):
       r.setEncoding('utf8');
       r.on('data', (c: string) => (body += c));
       r.on('end', () => res({ status: r.statusCode ?? 0, body }));
+      // A response broken off after its headers emits neither 'end' nor (without this listener) 'error'.
+      r.on('error', rej);
+      r.on('close', () => !r.complete && rej(new Error(`response of GET ${url} cut off`)));
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', rej);
@@ -212,6 +215,8 @@ function httpsRequest(method: string, url: string, caPEM: string, token: string,
       r.setEncoding('utf8');
       r.on('data', (c: string) => (out += c));
       r.on('end', () => res({ status: r.statusCode ?? 0, body: out }));
+      r.on('error', rej);
+      r.on('close', () => !r.complete && rej(new Error(`response of ${method} ${url} cut off`)));
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', rej);
