@@ -25,8 +25,10 @@ async function runDemo(args: string[]): Promise<{ stdout: string; both: string }
   child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
   child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   const code = await new Promise<number | null>((res) => {
-    // A deadline, not a sleep: the demo is killed (and the test fails) if it hangs.
-    const timer = setTimeout(() => child.kill('SIGINT'), 240_000);
+    // A deadline, not a sleep: the demo is killed (and the test fails) if it hangs. Beyond the demo's own
+    // import deadline (6 min) with room for its control plane's start on a loaded machine, so that a stuck
+    // import is reported by the demo itself, with its stuck-import report.
+    const timer = setTimeout(() => child.kill('SIGINT'), 480_000);
     child.on('exit', (c) => {
       clearTimeout(timer);
       res(c);
