@@ -1,9 +1,10 @@
 // What grew between two V8 heap snapshots of the same process (node ids are stable within a process):
 // the objects of the second snapshot absent from the first, grouped by kind and constructor, and for the
 // largest groups the shortest path from a GC root to a few of their objects — which map, cache or closure
-// holds them. The soak benchmark writes the snapshots (`node bench/soak.ts --heap-snapshots DIR`).
+// holds them. The soak benchmark writes the snapshots (`node bench/soak.ts --heap-snapshots DIR`). Given
+// one snapshot, every object in it counts: what the heap is made of (`node bench/scale.ts --heap-snapshot DIR`).
 //
-//   node bench/heapdiff.ts before.heapsnapshot after.heapsnapshot [--top 25] [--paths 3] [--json out.json]
+//   node bench/heapdiff.ts [before.heapsnapshot] after.heapsnapshot [--top 25] [--paths 3] [--json out.json]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseFlags } from './lib.ts';
 
@@ -164,10 +165,10 @@ export interface Growth {
   paths: string[][];
 }
 
-/** The new objects of `after` (ids absent from `before`), grouped; the largest groups first. */
-export function diff(before: Heap, after: Heap, top = 25, paths = 3): { newObjects: number; newBytes: number; groups: Growth[] } {
+/** The new objects of `after` (ids absent from `before`; every object without `before`), grouped; the largest groups first. */
+export function diff(before: Heap | undefined, after: Heap, top = 25, paths = 3): { newObjects: number; newBytes: number; groups: Growth[] } {
   const old = new Set<number>();
-  for (let i = 0; i < before.n; i++) old.add(before.id[i]!);
+  for (let i = 0; i < (before?.n ?? 0); i++) old.add(before!.id[i]!);
   const groups = new Map<string, { count: number; bytes: number; samples: number[] }>();
   let newObjects = 0;
   let newBytes = 0;
@@ -197,13 +198,14 @@ if (import.meta.main) {
   const args = process.argv.slice(2);
   const files = args.filter((a) => !a.startsWith('--') && a.endsWith('.heapsnapshot'));
   const flags = parseFlags(args.filter((a) => !files.includes(a)));
-  if (files.length !== 2) {
-    console.error('usage: node bench/heapdiff.ts before.heapsnapshot after.heapsnapshot [--top 25] [--paths 3] [--json out.json]');
+  if (files.length !== 1 && files.length !== 2) {
+    console.error('usage: node bench/heapdiff.ts [before.heapsnapshot] after.heapsnapshot [--top 25] [--paths 3] [--json out.json]');
     process.exit(2);
   }
-  const [a, b] = files.map(loadHeap) as [Heap, Heap];
+  const heaps = files.map(loadHeap);
+  const [a, b] = heaps.length === 2 ? [heaps[0], heaps[1]!] : [undefined, heaps[0]!];
   const d = diff(a, b, Number(flags.get('top') ?? 25), Number(flags.get('paths') ?? 3));
-  console.log(`objects in the second snapshot and not the first: ${d.newObjects} (${(d.newBytes / 2 ** 20).toFixed(2)} MiB self size)`);
+  console.log(a ? `objects in the second snapshot and not the first: ${d.newObjects} (${(d.newBytes / 2 ** 20).toFixed(2)} MiB self size)` : `objects in the snapshot: ${d.newObjects} (${(d.newBytes / 2 ** 20).toFixed(2)} MiB self size)`);
   for (const g of d.groups) {
     console.log(`\n${(g.bytes / 1024).toFixed(0).padStart(8)} KiB ${String(g.count).padStart(8)} × ${g.group}`);
     for (const p of g.paths) console.log(`    ${p.join(' → ')}`);

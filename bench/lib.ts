@@ -454,6 +454,10 @@ export interface ControllerOptions {
   leaderElection?: { namespace: string; name: string };
   /** Run this git ref's controller (side-by-side figures); default BENCH_CONTROLLER_REF, else the working tree. */
   ref?: string;
+  /** Node options for the controller's process (before BENCH_CONTROLLER_NODE_ARGS). */
+  nodeArgs?: string[];
+  /** Start the controller inside this cgroup (its `cgroup.procs` file; bench/cgroup.ts), as in its pod. */
+  cgroupProcs?: string;
 }
 
 export interface ControllerProc {
@@ -484,6 +488,7 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
   const args = [
     // Profiling the controller under a benchmark: BENCH_CONTROLLER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'
     // (Node writes the profile when the controller exits on the benchmark's SIGTERM).
+    ...(o.nodeArgs ?? []),
     ...(process.env.BENCH_CONTROLLER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
     // The controller of another git ref (side-by-side figures): BENCH_CONTROLLER_REF=main.
     (o.ref ?? process.env.BENCH_CONTROLLER_REF) ? join(sourceOfRef((o.ref ?? process.env.BENCH_CONTROLLER_REF)!), 'src/main.ts') : join(REPO_ROOT, 'src/main.ts'),
@@ -502,7 +507,12 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
   const logPath = join(env.cp.info.logsDir, `controller-${++ctlSeq}.log`);
   const out = createWriteStream(logPath);
   const spawnedAt = Date.now();
-  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KUBECONFIG: '' } });
+  const spawnOpts = { stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[], env: { ...process.env, KUBECONFIG: '' } };
+  // In a cgroup: a shell joins it and then becomes the controller (exec keeps its pid), so the process is
+  // in the group from its first allocation.
+  const child: ChildProcess = o.cgroupProcs
+    ? spawn('/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', o.cgroupProcs, process.execPath, ...args], spawnOpts)
+    : spawn(process.execPath, args, spawnOpts);
   child.stdout?.pipe(out);
   child.stderr?.pipe(out);
   const pid = child.pid!;

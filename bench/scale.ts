@@ -7,8 +7,16 @@
 // 2,000-task point (--sizes 200,2000) runs the simulator at a slower tick (simTickFor, reported).
 //
 //   node bench/scale.ts [--sizes 50,200] [--namespaces 20] [--pv-sync-period 15s] [--timeout-minutes 30] [--name scale] [--quick]
-// (--name: the results file, so a long size can be run on its own without replacing the others.)
+//                       [--heap-snapshot DIR] [--memory-limit MiB]
+// (--name: the results file, so a long size can be run on its own without replacing the others;
+// --heap-snapshot: a heap snapshot of the controller once every task of a size has ended, for
+// `node bench/heapdiff.ts FILE`; --memory-limit: the controller runs in a memory cgroup of that size, as
+// in its pod, where Node sizes its heap from the limit — the chart's is 512.) Each size also records what
+// its resident memory was made of at its peak.
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
+import { memoryCgroup } from './cgroup.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
 import type { Informer } from '../src/runtime/informer.ts';
 import { diffCounts, isMain, log, metricBy, procStats, metricSum, mib, namespaceNames, numList, outcome, parseFlags, pool, revOf, round, spawnController, startEnv, taskObject, until, watchKind, writeResult, type BenchEnv } from './lib.ts';
@@ -21,6 +29,10 @@ export interface ScaleOptions {
   timeoutMs?: number;
   /** The simulated engine's tick the environment was started with (reported). */
   simTickMs?: number;
+  /** Write a heap snapshot of the controller here once every task has ended. */
+  heapSnapshotDir?: string;
+  /** Run the controller under this memory limit, MiB, as its pod does (bench/cgroup.ts). */
+  memoryLimitMiB?: number;
 }
 
 export interface ScaleFigures {
@@ -39,6 +51,15 @@ export interface ScaleFigures {
   peakRssMiB: number;
   /** Peak V8 heap in use (migration_controller_nodejs_heap_size_used_bytes, sampled every 250 ms). */
   peakHeapUsedMiB: number;
+  /** What the resident memory was made of when it peaked (undefined when no sample caught it). */
+  memoryAtPeakRss?: MemoryBreakdown;
+  /** Where the heap snapshot taken once every task had ended was written (--heap-snapshot DIR). */
+  heapSnapshot?: string;
+  /**
+   * Under --memory-limit: the limit, the heap limit Node chose from it, the cgroup's peak charge, OOM kills
+   * in the group and whether the controller had exited by the end (killed or crashed).
+   */
+  memoryLimit?: { limitMiB: number; heapLimitMiB: number; cgroupPeakMiB: number; oomKills: number; controllerExited: boolean };
   /** Peak of the objects held by all informer caches (migration_controller_cache_objects), and by cache then. */
   peakCacheObjects: number;
   cacheObjectsAtPeak: Record<string, number>;
@@ -65,6 +86,74 @@ export interface ScaleFigures {
   /** CPU seconds of the rest of the machine's work over the same time, for context: the simulated engine
    * (this process), kube-apiserver, etcd and kube-controller-manager. */
   otherCpuSeconds: Record<string, number>;
+}
+
+/**
+ * The controller's resident memory split into what V8 holds and what it does not, from one sample: /proc's
+ * RssAnon (heap pages, malloc'd native memory, thread stacks) and RssFile (the node binary and shared
+ * libraries, mapped), and from /metrics the V8 heap committed and in use, per space, and the external
+ * (Buffer, TLS) memory V8 is told of. `anonOutsideHeapMiB` is RssAnon less the committed heap: the native
+ * side — OpenSSL, the HTTP parser, libuv, malloc's own slack — which a heap snapshot cannot see.
+ */
+export interface MemoryBreakdown {
+  rssMiB: number;
+  rssAnonMiB: number;
+  rssFileMiB: number;
+  heapTotalMiB: number;
+  heapUsedMiB: number;
+  externalMiB: number;
+  anonOutsideHeapMiB: number;
+  heapSpacesMiB: Record<string, { used: number; committed: number }>;
+}
+
+function procMemory(pid: number): { rss: number; anon: number; file: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+    return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
+  } catch {
+    return undefined;
+  }
+}
+
+export function memoryBreakdown(proc: { rss: number; anon: number; file: number }, metrics: string): MemoryBreakdown {
+  const total = metricSum(metrics, 'migration_controller_nodejs_heap_size_total_bytes');
+  const used = metricBy(metrics, 'migration_controller_nodejs_heap_space_size_used_bytes', ['space']);
+  const committed = metricBy(metrics, 'migration_controller_nodejs_heap_space_size_total_bytes', ['space']);
+  return {
+    rssMiB: mib(proc.rss),
+    rssAnonMiB: mib(proc.anon),
+    rssFileMiB: mib(proc.file),
+    heapTotalMiB: mib(total),
+    heapUsedMiB: mib(metricSum(metrics, 'migration_controller_nodejs_heap_size_used_bytes')),
+    externalMiB: mib(metricSum(metrics, 'migration_controller_nodejs_external_memory_bytes')),
+    anonOutsideHeapMiB: mib(proc.anon - total),
+    heapSpacesMiB: Object.fromEntries(Object.keys(committed).map((k) => [k, { used: mib(used[k] ?? 0), committed: mib(committed[k]!) }])),
+  };
+}
+
+/**
+ * Asks the controller (started with --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=DIR) for a heap
+ * snapshot and waits until V8 has finished writing it: the file exists and its size holds for 2 s.
+ */
+async function takeHeapSnapshot(pid: number, dir: string): Promise<string> {
+  const before = new Set(readdirSync(dir));
+  process.kill(pid, 'SIGUSR2');
+  let file: string | undefined;
+  let size = -1;
+  let stableSince = 0;
+  await until('the heap snapshot to be written', () => {
+    file ??= readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+    if (!file) return false;
+    const s = statSync(join(dir, file)).size;
+    if (s !== size) {
+      size = s;
+      stableSince = Date.now();
+      return false;
+    }
+    return s > 0 && Date.now() - stableSince >= 2_000;
+  }, 300_000, 250);
+  return join(dir, file!);
 }
 
 function otherCpu(env: BenchEnv): Record<string, number> {
@@ -101,7 +190,12 @@ function diff(a: Record<string, number>, b: Record<string, number>): Record<stri
 export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleFigures> {
   const per = o.vmsPerTask ?? 2;
   const nss = namespaceNames(`scale${o.tasks}`, o.namespaces);
-  const ctl = await spawnController(env);
+  if (o.heapSnapshotDir) mkdirSync(o.heapSnapshotDir, { recursive: true });
+  const cg = o.memoryLimitMiB ? memoryCgroup(`migration-controller-bench-${process.pid}`, o.memoryLimitMiB) : undefined;
+  const ctl = await spawnController(env, {
+    ...(o.heapSnapshotDir ? { nodeArgs: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${o.heapSnapshotDir}`] } : {}),
+    ...(cg ? { cgroupProcs: cg.procsFile } : {}),
+  });
   let sampler: NodeJS.Timeout | undefined;
   let inf: Informer | undefined;
   try {
@@ -125,9 +219,15 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
     let peakHeap = 0;
     let peakCache = 0;
     let cacheAtPeak: Record<string, number> = {};
+    let peakRss = 0;
+    let memAtPeak: MemoryBreakdown | undefined;
     // Heap and cache counts come from the controller's /metrics (a controller without the cache gauge,
     // e.g. an older ref, reports 0 objects).
-    const sample = (t: string): void => {
+    const sample = (t: string, proc = procMemory(ctl.pid)): void => {
+      if (proc && proc.rss > peakRss) {
+        peakRss = proc.rss;
+        memAtPeak = memoryBreakdown(proc, t);
+      }
       maxDepth = Math.max(maxDepth, metricSum(t, 'migration_controller_workqueue_depth'));
       peakHeap = Math.max(peakHeap, metricSum(t, 'migration_controller_nodejs_heap_size_used_bytes'));
       const caches = metricSum(t, 'migration_controller_cache_objects');
@@ -140,9 +240,10 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
     sampler = setInterval(() => {
       if (sampling) return;
       sampling = true;
+      // /proc is read as the scrape is answered, so the two halves of a breakdown are one moment.
       void ctl
         .metrics()
-        .then(sample)
+        .then((t) => sample(t))
         .catch(() => undefined)
         .finally(() => (sampling = false));
     }, 250);
@@ -170,6 +271,8 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
     const other1 = otherCpu(env);
     const m1 = await ctl.metrics();
     sample(m1);
+    const heapSnapshot = o.heapSnapshotDir && existsSync(o.heapSnapshotDir) ? await takeHeapSnapshot(ctl.pid, o.heapSnapshotDir) : undefined;
+    if (heapSnapshot) log(`scale ${o.tasks}: heap snapshot ${heapSnapshot}`);
     const errs = diff(errors0, errorsByReason(m1));
     const wakeups = diffCounts(metricBy(m0, 'migration_controller_wakeups_total', ['controller', 'cause']), metricBy(m1, 'migration_controller_wakeups_total', ['controller', 'cause']));
     const requests = diffCounts(metricBy(m0, 'migration_controller_api_requests_total', ['verb', 'resource']), metricBy(m1, 'migration_controller_api_requests_total', ['verb', 'resource']));
@@ -186,6 +289,9 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
       cpuMsPerTask: round(((s.cpuSeconds - cpu0) * 1000) / o.tasks, 1),
       peakRssMiB: mib(s.peakRssBytes),
       peakHeapUsedMiB: mib(peakHeap),
+      memoryAtPeakRss: memAtPeak,
+      heapSnapshot,
+      ...(cg ? { memoryLimit: { limitMiB: cg.limitMiB, heapLimitMiB: mib(metricSum(m1, 'migration_controller_nodejs_heap_size_limit_bytes')), cgroupPeakMiB: round(cg.peakMiB(), 1), oomKills: cg.oomKills(), controllerExited: ctl.exited } } : {}),
       peakCacheObjects: peakCache,
       cacheObjectsAtPeak: cacheAtPeak,
       simTickMs: o.simTickMs ?? SIM_TICK_MS,
@@ -205,6 +311,7 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
     if (sampler) clearInterval(sampler);
     await inf?.stop();
     await ctl.stop();
+    cg?.remove();
   }
 }
 
@@ -215,6 +322,8 @@ export function printScale(rows: ScaleFigures[]): void {
     console.log(`  ${String(r.tasks).padStart(5)} ${String(r.vms).padStart(5)} ${String(r.wallSecondsToAllReady).padStart(13)} ${String(r.cpuSeconds).padStart(6)} ${String(r.cpuMsPerTask).padStart(12)} ${String(r.peakRssMiB).padStart(13)} ${String(r.peakHeapUsedMiB).padStart(14)} ${String(r.peakCacheObjects).padStart(14)} ${String(r.maxQueueDepth).padStart(10)} ${String(r.reconciles).padStart(11)} ${String(r.apiRequests).padStart(8)} ${String(r.reconcileErrors).padStart(7)} ${String(r.failedTasks).padStart(7)}`);
     console.log(`        simulator tick ${r.simTickMs} ms; load average ${r.loadAverage1m?.before} → ${r.loadAverage1m?.after}; caches at their peak: ${Object.entries(r.cacheObjectsAtPeak ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     console.log(`        other CPU s over the same time: ${Object.entries(r.otherCpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    const m = r.memoryAtPeakRss;
+    if (m) console.log(`        at peak RSS ${m.rssMiB} MiB: anonymous ${m.rssAnonMiB} (V8 heap committed ${m.heapTotalMiB}, in use ${m.heapUsedMiB}; outside the heap ${m.anonOutsideHeapMiB}), file-backed ${m.rssFileMiB}; external ${m.externalMiB}`);
     if (!r.completed) console.log(`        INCOMPLETE: ${r.endedTasks}/${r.tasks} tasks ended when the benchmark gave up`);
     console.log(`        wake-ups: ${Object.entries(r.wakeupsByCause ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     console.log(`        timed looks that came due ${r.timedLooks}; timer wake-ups ${r.timerWakeups ?? `not counted (one per timed look: ${r.timedLooks})`}`);
@@ -264,7 +373,7 @@ if (isMain(import.meta)) {
     const tickMs = simTickFor(n);
     const env = await startEnv({ pvSyncPeriod, oneDiskVMs: 2 * n, auditLog: false, simTimings: { tickMs } });
     try {
-      const r = await benchScale(env, { tasks: n, namespaces, timeoutMs, simTickMs: tickMs });
+      const r = await benchScale(env, { tasks: n, namespaces, timeoutMs, simTickMs: tickMs, heapSnapshotDir: flags.get('heap-snapshot'), memoryLimitMiB: flags.has('memory-limit') ? Number(flags.get('memory-limit')) : undefined });
       rows.push(r);
       log(`scale ${n}: all ended in ${r.wallSecondsToAllReady} s, CPU ${r.cpuSeconds} s (${r.cpuMsPerTask} ms per task), peak RSS ${r.peakRssMiB} MiB, peak heap ${r.peakHeapUsedMiB} MiB, ${r.peakCacheObjects} cached objects at peak, max queue ${r.maxQueueDepth}, errors ${r.reconcileErrors}, failed ${r.failedTasks}`);
       // Written after every size: a long size interrupted later does not lose the ones already measured.

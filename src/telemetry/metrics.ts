@@ -1,5 +1,6 @@
 // Prometheus metrics. One registry, one prefix for the whole project; later code registers its domain
 // metrics on `registry` with `metricName()` so every series shares the prefix.
+import { getHeapStatistics } from 'node:v8';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export const METRIC_PREFIX = 'migration_controller_';
@@ -70,6 +71,17 @@ export class Metrics {
       collect() {
         this.reset();
         for (const [cache, n] of Object.entries(sizes())) this.set({ cache }, n);
+      },
+    });
+    // prom-client reports the heap's size and use but not its ceiling, which Node derives from the
+    // container's memory limit (512 MiB gives about 259 MiB): used / limit is the headroom before
+    // "JavaScript heap out of memory", the crash a growing number of tasks would otherwise end in.
+    new Gauge({
+      name: metricName('nodejs_heap_size_limit_bytes'),
+      help: 'The V8 heap size limit (v8.getHeapStatistics().heap_size_limit): the process fails once the heap in use reaches it.',
+      registers,
+      collect() {
+        this.set(getHeapStatistics().heap_size_limit);
       },
     });
     if (o.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
