@@ -26,6 +26,8 @@ export interface InformerOptions {
   onList?: () => void;
   /** Watch liveness (defaults: client-go's 5–10 min server timeout, 30 s grace); tests shorten it. */
   liveness?: WatchLiveness;
+  /** Which objects the store holds (Watch.keep); the others' changes are still emitted. */
+  keep?: (obj: KubeObject) => boolean;
 }
 
 export interface WatchLiveness {
@@ -141,6 +143,8 @@ export class Informer {
   lists = 0;
   /** Watches torn down because they outlived their timeout (half-open connections). */
   staleWatches = 0;
+  /** Objects dropped from the store because `keep` no longer wanted them. */
+  dropped = 0;
 
   constructor(client: KubeClient, gvr: GVR, opts: InformerOptions = {}) {
     this.client = client;
@@ -202,6 +206,10 @@ export class Informer {
       const k = objKey(o);
       seen.add(k);
       const old = this.store.items.get(k);
+      if (!this.wanted(o)) {
+        if (old) this.drop(k, o, old);
+        continue;
+      }
       this.store.items.set(k, o);
       if (!old) this.emit('add', o);
       else if (old.metadata?.resourceVersion !== o.metadata?.resourceVersion) this.emit('update', o, old);
@@ -227,7 +235,11 @@ export class Informer {
     }
     const k = objKey(o);
     const old = this.store.items.get(k);
-    if (type === 'ADDED' || type === 'MODIFIED') {
+    if ((type === 'ADDED' || type === 'MODIFIED') && !this.wanted(o)) {
+      // Not held: an object the store had is dropped (its change still wakes whoever maps it); one it
+      // never had changes nothing anyone reads.
+      if (old) this.drop(k, o, old);
+    } else if (type === 'ADDED' || type === 'MODIFIED') {
       this.store.items.set(k, stripForCache(o));
       if (old) this.emit('update', o, old);
       else this.emit('add', o);
@@ -236,6 +248,32 @@ export class Informer {
       this.emit('delete', old ?? o);
     }
     if (rv) this.rv = rv;
+  }
+
+  private wanted(o: KubeObject): boolean {
+    return !this.opts.keep || this.opts.keep(o);
+  }
+
+  private drop(k: string, o: KubeObject, old: KubeObject): void {
+    this.store.items.delete(k);
+    this.dropped++;
+    this.emit('update', o, old);
+  }
+
+  /**
+   * Drops what `keep` no longer wants (whatever it rests on changed since the object arrived). Emits
+   * nothing: the objects themselves did not change. Returns how many were dropped.
+   */
+  sweep(): number {
+    if (!this.opts.keep || !this.store.synced) return 0;
+    let n = 0;
+    for (const [k, o] of [...this.store.items]) {
+      if (this.wanted(o)) continue;
+      this.store.items.delete(k);
+      n++;
+    }
+    this.dropped += n;
+    return n;
   }
 
   private async run(signal: AbortSignal): Promise<void> {

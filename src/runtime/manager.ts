@@ -7,7 +7,7 @@ import { FaultTracker, writeDegraded } from './faults.ts';
 import { gvrKey, type GVR } from './gvr.ts';
 import { Informer, UnionCache, type WatchLiveness } from './informer.ts';
 import { ApiError, type KubeClient, type KubeObject } from './kube.ts';
-import { keyString, parseKey, TerminalError, type Cache, type EventRecorder, type ObjectKey, type ReconcileContext, type Reconciler } from './reconciler.ts';
+import { keyString, parseKey, TerminalError, type Cache, type EventRecorder, type ObjectKey, type ReconcileContext, type Reconciler, type Watch } from './reconciler.ts';
 import { jsonEqual } from './status.ts';
 import { WorkQueue, type RateLimiter } from './workqueue.ts';
 import { TimerWheel } from './timerwheel.ts';
@@ -34,13 +34,23 @@ export interface ManagerOptions {
   pollIntervalMs?: number;
   /** Watch timeouts and the bound on a silent (half-open) watch; default client-go's 5–10 min + 30 s. */
   watchLiveness?: WatchLiveness;
+  /** How often caches with a `keep` rule drop what it no longer wants (default CACHE_SWEEP_MS). */
+  cacheSweepMs?: number;
 }
+
+/**
+ * A cache with a `keep` rule is swept this often: an object it holds stops being wanted when something
+ * else changes (its task ends), not itself, so nothing else would drop it. A minute keeps what ended
+ * recently for at most a minute, at the cost of one pass over such caches (a predicate per object).
+ */
+export const CACHE_SWEEP_MS = 60_000;
 
 interface Subscription {
   reconciler: Registered;
   /** The reconciler's own kind (not a secondary watch). */
   primary: boolean;
   map: (obj: KubeObject) => ObjectKey[];
+  keep?: Watch['keep'];
 }
 
 interface Registered {
@@ -71,6 +81,7 @@ export class Manager {
   private paused = false;
   /** One timer for every timed requeue and retry of every reconciler's queue. */
   private readonly wheel: TimerWheel;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(o: ManagerOptions) {
     this.o = o;
@@ -99,7 +110,7 @@ export class Manager {
     const reg: Registered = { r, queue, log: this.o.log.child({ controller: name }), faults: new FaultTracker() };
     this.registered.push(reg);
     this.subscribe(r.primary, undefined, { reconciler: reg, primary: true, map: (o) => [{ namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' }] });
-    for (const w of r.watches) this.subscribe(w.gvr, w.labelSelector, { reconciler: reg, primary: false, map: w.map });
+    for (const w of r.watches) this.subscribe(w.gvr, w.labelSelector, { reconciler: reg, primary: false, map: w.map, keep: w.keep });
   }
 
   private slotKey(gvr: GVR, labelSelector?: string): string {
@@ -144,8 +155,23 @@ export class Manager {
     return out;
   }
 
+  /** The slot's keep rule: an object is held when any subscriber wants it; every object when one has no rule. */
+  private keepOf(slot: InformerSlot): ((o: KubeObject) => boolean) | undefined {
+    if (slot.subs.some((s) => !s.keep)) return undefined;
+    const lookup = (gvr: GVR): Cache | undefined => this.cache(gvr);
+    return (o) => slot.subs.some((s) => s.keep!(o, lookup));
+  }
+
+  /** Every cache with a keep rule drops what the rule no longer wants; returns how many objects went. */
+  sweep(): number {
+    let n = 0;
+    for (const s of this.slots.values()) n += s.informer?.sweep() ?? 0;
+    return n;
+  }
+
   private makeInformer(slot: InformerSlot): Informer {
     const inf = new Informer(this.o.client, slot.gvr, {
+      keep: this.keepOf(slot),
       namespace: slot.gvr.namespaced ? this.o.namespace || undefined : undefined,
       labelSelector: slot.labelSelector,
       log: this.o.log.child({ component: 'informer', kind: slot.gvr.kind }),
@@ -189,6 +215,13 @@ export class Manager {
       if (slot.gvr.optional || !this.eager(slot)) continue;
       slot.informer = this.makeInformer(slot);
       slot.informer.start();
+    }
+    if ([...this.slots.values()].some((s) => this.keepOf(s))) {
+      this.sweeper = setInterval(() => {
+        const n = this.sweep();
+        if (n) this.o.log.debug({ dropped: n }, 'caches swept');
+      }, this.o.cacheSweepMs ?? CACHE_SWEEP_MS);
+      this.sweeper.unref();
     }
   }
 
@@ -378,6 +411,7 @@ export class Manager {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.sweeper);
     for (const reg of this.registered) reg.queue.shutdown();
     this.wheel.clear();
     await Promise.all(this.workers);

@@ -38,6 +38,14 @@ export interface Watch {
   map: (obj: KubeObject) => ObjectKey[];
   /** Restrict the watch to objects carrying these labels (server-side selector). */
   labelSelector?: string;
+  /**
+   * Which of the selected objects the cache holds; the others are dropped on arrival and by the manager's
+   * periodic sweep (their changes still wake the reconciler). For objects needed only while something
+   * else lasts — a task's outputs while the task runs — that a label selector cannot tell apart. Must
+   * answer true whenever unsure: a dropped object reads as absent. `cache` reads another kind's cache
+   * (undefined until it has synced).
+   */
+  keep?: (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined) => boolean;
 }
 
 export interface Result {

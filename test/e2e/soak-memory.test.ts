@@ -1,13 +1,17 @@
 // Bounded memory (short soak): rounds of imports created and deleted leave the controller's in-memory maps
-// and informer caches where they were, and its heap about where it was. The long figure (thousands of
-// tasks) is bench/soak.ts, on the same fixtures.
+// and informer caches where they were, and its heap about where it was; imports that end and stay (the
+// tenant keeps the VMs) leave the caches too. The long figure (thousands of tasks) is bench/soak.ts, on the
+// same fixtures.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { vcenter } from '../sim/index.ts';
 import type { RunningController } from '../../src/app.ts';
 import type { KubeClient } from '../../src/runtime/kube.ts';
 import { freshNamespace } from './env/index.ts';
-import { controllerSizes, grownSince, heapAfterGC, importRound, settledSizes } from './chaos/soak.ts';
+import { controllerSizes, deleteRound, grownSince, heapAfterGC, importRound, settledSizes } from './chaos/soak.ts';
+import { until } from './chaos/fixtures.ts';
+import { GVRs } from '../../src/runtime/gvr.ts';
+import { LABEL_TASK } from '../../src/api/labels.ts';
 import { startInProcessWorld, type InProcessWorld } from './chaos/inprocess.ts';
 
 const TASKS = 10;
@@ -23,7 +27,8 @@ let ctl: RunningController;
 let c: KubeClient;
 
 before(async () => {
-  w = await startInProcessWorld({ world, storageClass: CLASS, logLevel: 'warn' });
+  // Caches swept every half second: the test waits on the sweep, not on its one-minute default.
+  w = await startInProcessWorld({ world, storageClass: CLASS, logLevel: 'warn', cacheSweepMs: 500 });
   ({ ctl, c } = w);
 });
 
@@ -48,4 +53,24 @@ test('rounds of imports created and deleted leave the in-memory maps and informe
   // The test process also holds the simulator; 2 × TASKS imports leaking even a few kilobytes each would
   // not show against its noise, but a leak of the caches' or maps' size class (an object per object) would.
   assert.ok(heap1 <= heap0 * 1.3 + 16 * 2 ** 20, `heap after GC: ${Math.round(heap0 / 2 ** 20)} MiB → ${Math.round(heap1 / 2 ** 20)} MiB`);
+});
+
+test('the outputs of finished imports leave the controller\'s caches while the imported VMs stay with their labels', { timeout: 600_000 }, async () => {
+  const outputCaches = (): Record<string, number> => Object.fromEntries(Object.entries(controllerSizes(ctl)).filter(([k]) => k.includes(`{${LABEL_TASK}}`)));
+  const baseline = outputCaches();
+  assert.ok(Object.keys(baseline).length >= 5, `the output caches are watched: ${Object.keys(baseline).join(', ')}`);
+  const ns = await freshNamespace('kept');
+  const vmIds = world.vms.slice(0, 3).map((v) => v.id);
+  await importRound(c, { namespace: ns, world, storageClass: CLASS, vmIds, keep: true });
+  // The tasks stay, Succeeded; the tenant's VMs stay. Neither is a reason to hold the outputs in memory.
+  const settled = await until('the output caches back at their baseline', () => {
+    const now = outputCaches();
+    return Object.keys(grownSince(baseline, now)).length === 0 ? now : undefined;
+  }, 60_000).catch(() => outputCaches());
+  assert.deepEqual(grownSince(baseline, settled), {}, `output caches at their baseline ${JSON.stringify(baseline)}`);
+  for (const gvr of [GVRs.VMInstance, GVRs.VMDisk, GVRs.PersistentVolumeClaim, GVRs.DataVolume]) {
+    const items = (await c.list(gvr, ns, { labelSelector: LABEL_TASK })).items;
+    assert.equal(items.length, vmIds.length, `${gvr.kind}s of the imports are on the server, still labelled`);
+  }
+  await deleteRound(c, ns);
 });

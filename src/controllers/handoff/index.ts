@@ -533,7 +533,10 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   const pvCache = rd.live ? undefined : ctx.cache(GVRs.PersistentVolume);
   let recordedPVs: KubeObject[] = [];
   const cachedPVs = pvCache?.list(undefined, pvLabels) ?? [];
-  if (cachedPVs.length) {
+  // Fewer cached volumes than disks whose handoff has begun: the cache dropped some (it holds a task's
+  // outputs only while it knows the task runs: task/retention.ts) — the API server answers instead.
+  const begun = (input.status.disks ?? []).filter((d) => d.handoff).length;
+  if (cachedPVs.length && cachedPVs.length >= begun) {
     for (const pv of cachedPVs) {
       const cur = await rd.get(GVRs.PersistentVolume, undefined, pv.metadata?.name);
       if (cur && markedDiskIndex(cur) !== undefined && cur.metadata?.labels?.[LABEL_TASK_UID] === markers.taskUid) recordedPVs.push(cur);

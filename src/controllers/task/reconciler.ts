@@ -13,9 +13,9 @@ import { renderNetworkMap, renderStorageMap, type InventoryNetworkLike, type Inv
 import { networkMapName, planName, storageMapName, migrationName } from '../../forklift/names.ts';
 import { destinationProviderName, sourceProviderName } from '../../forklift/provider.ts';
 import { checkStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
-import { GVRs } from '../../runtime/gvr.ts';
+import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
-import { keyString, type ObjectKey, type ReconcileContext, type Reconciler, type Result } from '../../runtime/reconciler.ts';
+import { keyString, type Cache, type ObjectKey, type ReconcileContext, type Reconciler, type Result } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
 import { TaskReason } from '../../api/conditions.ts';
 import { failVM, runPreflight, type CIDRSource, type TaskInventory } from './preflight.ts';
@@ -25,6 +25,7 @@ import { nextVMAction, taskGate } from './decide.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey } from './observe.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
+import { keepTaskOutput } from './retention.ts';
 
 export interface TaskReconcilerOptions {
   /** Inventory client (tests inject one; default: Forklift's inventory service from the config). */
@@ -77,6 +78,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   };
 
   const ourSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
+  const keepOutput = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): boolean => keepTaskOutput(obj, cache(GVRs.VMImportTask), Date.now());
 
   const reconciler: Reconciler = {
     name: 'vmimporttask',
@@ -94,16 +96,17 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       { gvr: GVRs.VirtualMachine, map: byPlanLabel, labelSelector: PLAN_LABEL },
       // The handoff's own objects carry this task's labels: the target claims, their DataVolumes and the
       // volumes it marks. Their changes (bound, adopted, released) wake the task at once, so a handoff
-      // waiting on the PV binder or CDI needs no fast polling.
-      { gvr: GVRs.PersistentVolumeClaim, map: byTaskLabel, labelSelector: LABEL_TASK },
-      { gvr: GVRs.DataVolume, map: byTaskLabel, labelSelector: LABEL_TASK },
-      { gvr: GVRs.PersistentVolume, map: byVolume, labelSelector: LABEL_TASK },
+      // waiting on the PV binder or CDI needs no fast polling. Held only while their task runs
+      // (retention.ts): they keep the labels for good, and a finished or deleted task never reads them.
+      { gvr: GVRs.PersistentVolumeClaim, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepOutput },
+      { gvr: GVRs.DataVolume, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepOutput },
+      { gvr: GVRs.PersistentVolume, map: byVolume, labelSelector: LABEL_TASK, keep: keepOutput },
       // The handoff's outputs, served by Cozystack's aggregated API, which serves watch (with label
       // selectors) for every application kind (cozystack/cozystack@v1.6.2:pkg/registry/apps/application/rest.go,
       // Watch). Their creation and their Helm release's readiness wake the task; where the API does not
       // serve watch, discovery leaves them uncached and the handoff reads them live on a timer instead.
-      { gvr: GVRs.VMDisk, map: byTaskLabel, labelSelector: LABEL_TASK },
-      { gvr: GVRs.VMInstance, map: byTaskLabel, labelSelector: LABEL_TASK },
+      { gvr: GVRs.VMDisk, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepOutput },
+      { gvr: GVRs.VMInstance, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepOutput },
     ],
     async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
       fx ??= {

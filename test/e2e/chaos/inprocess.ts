@@ -30,6 +30,8 @@ export async function startInProcessWorld(o: {
   faults?: FaultRates;
   /** The controller's log level when MC_LOG_LEVEL is unset. */
   logLevel?: string;
+  /** How often the controller's caches drop what their keep rules no longer want (default: its own). */
+  cacheSweepMs?: number;
 }): Promise<InProcessWorld> {
   const env = await testEnv();
   await installOurCRDs();
@@ -50,7 +52,7 @@ export async function startInProcessWorld(o: {
   // The controller's own namespace (its credentials key lives there) exists wherever it runs.
   const c = await adminClient();
   await ensureNamespace(c, cfg.podNamespace);
-  const ctl = await runController(cfg, { logger: createLogger({ level: process.env.MC_LOG_LEVEL ?? o.logLevel ?? 'silent' }) });
+  const ctl = await runController(cfg, { logger: createLogger({ level: process.env.MC_LOG_LEVEL ?? o.logLevel ?? 'silent' }), ...(o.cacheSweepMs ? { cacheSweepMs: o.cacheSweepMs } : {}) });
   return {
     sim,
     ctl,

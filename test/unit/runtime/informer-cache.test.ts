@@ -50,3 +50,28 @@ test('informer caches keep every object without its managedFields, from lists an
     await inf.stop();
   }
 });
+
+test('an informer with a keep rule holds only what the rule wants: from the list, from watch events, and after a sweep once the rule changes its mind', async () => {
+  const wanted = new Set(['a', 'b']);
+  const inf = new Informer(fakeClient(), GVRs.PersistentVolumeClaim, { keep: (o) => wanted.has(o.metadata?.name ?? '') });
+  const updates: string[] = [];
+  inf.addHandlers({ update: (_old, o) => updates.push(o.metadata?.name ?? '') });
+  wanted.delete('b');
+  inf.start();
+  try {
+    await inf.waitForSync();
+    const deadline = Date.now() + 5_000;
+    // 'a' is listed and then modified; 'b' arrives by a watch event while the rule does not want it.
+    while (!updates.includes('a') && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    assert.ok(inf.store.get('ns', 'a'), 'a wanted object is held');
+    assert.equal(inf.store.get('ns', 'b'), undefined, 'an unwanted object is never held');
+    assert.equal(inf.sweep(), 0, 'a sweep drops nothing while the rule wants all it holds');
+    wanted.delete('a');
+    assert.equal(inf.sweep(), 1, 'a sweep drops what the rule no longer wants');
+    assert.equal(inf.store.get('ns', 'a'), undefined);
+    assert.equal(inf.store.items.size, 0);
+    assert.equal(inf.dropped, 1);
+  } finally {
+    await inf.stop();
+  }
+});
