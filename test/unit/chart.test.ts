@@ -435,7 +435,7 @@ test('monitoring objects render only for an API the cluster serves, and never fo
 });
 
 /** The metric names the alerts are written against (the controller must register exactly these). */
-const ALERT_METRICS = ['migration_controller_leader', 'migration_controller_imports_total', 'migration_controller_vm_stalled', 'migration_controller_source_ready'] as const;
+const ALERT_METRICS = ['migration_controller_leader', 'migration_controller_imports_total', 'migration_controller_vm_stalled', 'migration_controller_source_ready', 'migration_controller_nodejs_heap_size_used_bytes', 'migration_controller_nodejs_heap_size_limit_bytes'] as const;
 
 /** GitHub's anchor for a Markdown heading. */
 function anchorOf(heading: string): string {
@@ -443,11 +443,11 @@ function anchorOf(heading: string): string {
 }
 
 for (const [stack, apis] of [['Prometheus Operator', PROMETHEUS_OPERATOR_APIS], ['VictoriaMetrics', VICTORIA_METRICS_APIS]] as const) {
-  test(`the alerts (${stack}) cover the controller being down or leaderless, a failed import, a stalled transfer and a source that lost readiness, each with a runbook section in docs/operations.md`, async () => {
+  test(`the alerts (${stack}) cover the controller being down or leaderless, a failed import, a stalled transfer, a source that lost readiness and a heap near its ceiling, each with a runbook section in docs/operations.md`, async () => {
     const objs = render({}, apis);
     const rule = objs.find((o) => o.kind === 'PrometheusRule' || o.kind === 'VMRule')!;
     const rules = (rule.spec as { groups: Array<{ rules: Array<{ alert: string; expr: string; annotations: Record<string, string> }> }> }).groups.flatMap((g) => g.rules);
-    assert.deepEqual(rules.map((r) => r.alert), ['MigrationControllerDown', 'MigrationControllerNoLeader', 'MigrationControllerImportFailed', 'MigrationControllerTransferStalled', 'MigrationControllerSourceLostReadiness']);
+    assert.deepEqual(rules.map((r) => r.alert), ['MigrationControllerDown', 'MigrationControllerNoLeader', 'MigrationControllerImportFailed', 'MigrationControllerTransferStalled', 'MigrationControllerSourceLostReadiness', 'MigrationControllerHeapNearLimit']);
     const referenced = [...new Set(rules.flatMap((r) => r.expr.match(/migration_controller_[a-z_]+/g) ?? []))].sort();
     assert.deepEqual(referenced, [...ALERT_METRICS].sort());
     assert.match(rules[2]!.expr, /migration_controller_imports_total\{outcome="failed"\}/);
@@ -455,7 +455,8 @@ for (const [stack, apis] of [['Prometheus Operator', PROMETHEUS_OPERATOR_APIS], 
     const svc = one(objs, 'Service', 'migration-controller-metrics').metadata.name;
     assert.equal(rules[0]!.expr, `absent(up{job="${svc}", namespace="${NS}"} == 1)`);
     // The controller's registry must serve every metric an alert uses, or the alert can never fire.
-    const registered = new Set((await new Metrics().registry.getMetricsAsJSON()).map((m) => m.name));
+    // As the controller runs it: with Node's default metrics (the heap in use among them).
+    const registered = new Set((await new Metrics({ defaultMetrics: true }).registry.getMetricsAsJSON()).map((m) => m.name));
     const missing = ALERT_METRICS.filter((m) => !registered.has(m));
     assert.deepEqual(missing, [], `src/telemetry/metrics.ts does not register ${missing.join(', ')}`);
     // Every alert links to a section of docs/operations.md that exists.
