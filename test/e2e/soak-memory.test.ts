@@ -55,19 +55,23 @@ test('rounds of imports created and deleted leave the in-memory maps and informe
   assert.ok(heap1 <= heap0 * 1.3 + 16 * 2 ** 20, `heap after GC: ${Math.round(heap0 / 2 ** 20)} MiB → ${Math.round(heap1 / 2 ** 20)} MiB`);
 });
 
-test('the outputs of finished imports leave the controller\'s caches while the imported VMs stay with their labels', { timeout: 600_000 }, async () => {
-  const outputCaches = (): Record<string, number> => Object.fromEntries(Object.entries(controllerSizes(ctl)).filter(([k]) => k.includes(`{${LABEL_TASK}}`)));
-  const baseline = outputCaches();
-  assert.ok(Object.keys(baseline).length >= 5, `the output caches are watched: ${Object.keys(baseline).join(', ')}`);
+test('the outputs and Forklift objects of finished imports leave the controller\'s caches while the tasks and the imported VMs stay', { timeout: 600_000 }, async () => {
+  // The caches of the handoff's outputs (selected by the task label) and of the tasks' Forklift objects.
+  const taskCaches = (): Record<string, number> =>
+    Object.fromEntries(Object.entries(controllerSizes(ctl)).filter(([k]) => k.includes(`{${LABEL_TASK}}`) || /^cache\.(Plan|Migration|NetworkMap|StorageMap)\{/.test(k)));
+  const baseline = taskCaches();
+  assert.equal(Object.keys(baseline).length, 9, `the outputs and Forklift objects are cached: ${Object.keys(baseline).join(', ')}`);
   const ns = await freshNamespace('kept');
   const vmIds = world.vms.slice(0, 3).map((v) => v.id);
   await importRound(c, { namespace: ns, world, storageClass: CLASS, vmIds, keep: true });
   // The tasks stay, Succeeded; the tenant's VMs stay. Neither is a reason to hold the outputs in memory.
-  const settled = await until('the output caches back at their baseline', () => {
-    const now = outputCaches();
+  const settled = await until('the caches of task objects back at their baseline', () => {
+    const now = taskCaches();
     return Object.keys(grownSince(baseline, now)).length === 0 ? now : undefined;
-  }, 60_000).catch(() => outputCaches());
-  assert.deepEqual(grownSince(baseline, settled), {}, `output caches at their baseline ${JSON.stringify(baseline)}`);
+  }, 60_000).catch(() => taskCaches());
+  assert.deepEqual(grownSince(baseline, settled), {}, `caches of task objects at their baseline ${JSON.stringify(baseline)}`);
+  assert.equal((await c.list(GVRs.VMImportTask, ns)).items.length, vmIds.length, 'the tasks are kept');
+  assert.ok((controllerSizes(ctl)['cache.VMImportTask'] ?? 0) >= vmIds.length, 'the kept tasks themselves stay cached');
   for (const gvr of [GVRs.VMInstance, GVRs.VMDisk, GVRs.PersistentVolumeClaim, GVRs.DataVolume]) {
     const items = (await c.list(gvr, ns, { labelSelector: LABEL_TASK })).items;
     assert.equal(items.length, vmIds.length, `${gvr.kind}s of the imports are on the server, still labelled`);

@@ -25,7 +25,7 @@ import { nextVMAction, taskGate } from './decide.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey } from './observe.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
-import { keepTaskOutput } from './retention.ts';
+import { keepTaskObject } from './retention.ts';
 
 export interface TaskReconcilerOptions {
   /** Inventory client (tests inject one; default: Forklift's inventory service from the config). */
@@ -78,7 +78,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   };
 
   const ourSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
-  const keepOutput = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): boolean => keepTaskOutput(obj, cache(GVRs.VMImportTask), Date.now());
+  const keepTaskObjects = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): boolean => keepTaskObject(obj, cache(GVRs.VMImportTask), Date.now());
 
   const reconciler: Reconciler = {
     name: 'vmimporttask',
@@ -86,11 +86,12 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     primary: GVRs.VMImportTask,
     watches: [
       { gvr: GVRs.VMImportSource, map: bySource },
-      { gvr: GVRs.Plan, map: byTaskLabel, labelSelector: ourSelector },
-      { gvr: GVRs.Migration, map: byTaskLabel, labelSelector: ourSelector },
+      // Held only while their task runs (retention.ts): a kept, ended task reads none of them again.
+      { gvr: GVRs.Plan, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
+      { gvr: GVRs.Migration, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
       // Watched so that the task reads its maps from a cache (they change a handful of times).
-      { gvr: GVRs.NetworkMap, map: byTaskLabel, labelSelector: ourSelector },
-      { gvr: GVRs.StorageMap, map: byTaskLabel, labelSelector: ourSelector },
+      { gvr: GVRs.NetworkMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
+      { gvr: GVRs.StorageMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
       { gvr: GVRs.PersistentVolumeClaim, map: byPlanLabel, labelSelector: PLAN_LABEL },
       { gvr: GVRs.DataVolume, map: byPlanLabel, labelSelector: PLAN_LABEL },
       { gvr: GVRs.VirtualMachine, map: byPlanLabel, labelSelector: PLAN_LABEL },
@@ -98,15 +99,15 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       // volumes it marks. Their changes (bound, adopted, released) wake the task at once, so a handoff
       // waiting on the PV binder or CDI needs no fast polling. Held only while their task runs
       // (retention.ts): they keep the labels for good, and a finished or deleted task never reads them.
-      { gvr: GVRs.PersistentVolumeClaim, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepOutput },
-      { gvr: GVRs.DataVolume, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepOutput },
-      { gvr: GVRs.PersistentVolume, map: byVolume, labelSelector: LABEL_TASK, keep: keepOutput },
+      { gvr: GVRs.PersistentVolumeClaim, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+      { gvr: GVRs.DataVolume, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+      { gvr: GVRs.PersistentVolume, map: byVolume, labelSelector: LABEL_TASK, keep: keepTaskObjects },
       // The handoff's outputs, served by Cozystack's aggregated API, which serves watch (with label
       // selectors) for every application kind (cozystack/cozystack@v1.6.2:pkg/registry/apps/application/rest.go,
       // Watch). Their creation and their Helm release's readiness wake the task; where the API does not
       // serve watch, discovery leaves them uncached and the handoff reads them live on a timer instead.
-      { gvr: GVRs.VMDisk, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepOutput },
-      { gvr: GVRs.VMInstance, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepOutput },
+      { gvr: GVRs.VMDisk, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+      { gvr: GVRs.VMInstance, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
     ],
     async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
       fx ??= {
