@@ -33,6 +33,8 @@ export interface ScaleOptions {
   heapSnapshotDir?: string;
   /** Run the controller under this memory limit, MiB, as its pod does (bench/cgroup.ts). */
   memoryLimitMiB?: number;
+  /** Wait for the caches' sweep after the last task ended before the after-end figures (default true). */
+  settle?: boolean;
 }
 
 export interface ScaleFigures {
@@ -55,6 +57,8 @@ export interface ScaleFigures {
   memoryAtPeakRss?: MemoryBreakdown;
   /** Where the heap snapshot taken once every task had ended was written (--heap-snapshot DIR). */
   heapSnapshot?: string;
+  /** Once every task had ended and the caches' next sweep had run (or 90 s): what they hold, the heap, RSS. */
+  afterEnd?: { cacheObjects: Record<string, number>; heapUsedMiB: number; rssMiB: number };
   /**
    * Under --memory-limit: the limit, the heap limit Node chose from it, the cgroup's peak charge, OOM kills
    * in the group and whether the controller had exited by the end (killed or crashed).
@@ -273,6 +277,13 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
     sample(m1);
     const heapSnapshot = o.heapSnapshotDir && existsSync(o.heapSnapshotDir) ? await takeHeapSnapshot(ctl.pid, o.heapSnapshotDir) : undefined;
     if (heapSnapshot) log(`scale ${o.tasks}: heap snapshot ${heapSnapshot}`);
+    // Every task has ended: the caches drop the tasks' Forklift objects and outputs at their next sweep
+    // (a minute apart). Waited for up to 90 s (a controller without the sweep never gets there).
+    let after = m1;
+    const taskObjects = (t: string): number => Object.entries(metricBy(t, 'migration_controller_cache_objects', ['cache'])).filter(([k]) => !/^(VMImportTask|VMImportSource|Provider|Host)\b/.test(k)).reduce((a, [, v]) => a + v, 0);
+    if (o.settle !== false) await until('the caches of ended tasks swept', async () => taskObjects((after = await ctl.metrics())) === 0, 90_000, 1_000).catch(() => undefined);
+    const afterEnd = { cacheObjects: metricBy(after, 'migration_controller_cache_objects', ['cache']), heapUsedMiB: mib(metricSum(after, 'migration_controller_nodejs_heap_size_used_bytes')), rssMiB: mib(ctl.stats().rssBytes) };
+    log(`scale ${o.tasks}: after every task ended: ${Object.values(afterEnd.cacheObjects).reduce((a, b) => a + b, 0)} cached objects, heap ${afterEnd.heapUsedMiB} MiB, RSS ${afterEnd.rssMiB} MiB`);
     const errs = diff(errors0, errorsByReason(m1));
     const wakeups = diffCounts(metricBy(m0, 'migration_controller_wakeups_total', ['controller', 'cause']), metricBy(m1, 'migration_controller_wakeups_total', ['controller', 'cause']));
     const requests = diffCounts(metricBy(m0, 'migration_controller_api_requests_total', ['verb', 'resource']), metricBy(m1, 'migration_controller_api_requests_total', ['verb', 'resource']));
@@ -291,6 +302,7 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
       peakHeapUsedMiB: mib(peakHeap),
       memoryAtPeakRss: memAtPeak,
       heapSnapshot,
+      afterEnd,
       ...(cg ? { memoryLimit: { limitMiB: cg.limitMiB, heapLimitMiB: mib(metricSum(m1, 'migration_controller_nodejs_heap_size_limit_bytes')), cgroupPeakMiB: round(cg.peakMiB(), 1), oomKills: cg.oomKills(), controllerExited: ctl.exited } } : {}),
       peakCacheObjects: peakCache,
       cacheObjectsAtPeak: cacheAtPeak,
@@ -373,7 +385,7 @@ if (isMain(import.meta)) {
     const tickMs = simTickFor(n);
     const env = await startEnv({ pvSyncPeriod, oneDiskVMs: 2 * n, auditLog: false, simTimings: { tickMs } });
     try {
-      const r = await benchScale(env, { tasks: n, namespaces, timeoutMs, simTickMs: tickMs, heapSnapshotDir: flags.get('heap-snapshot'), memoryLimitMiB: flags.has('memory-limit') ? Number(flags.get('memory-limit')) : undefined });
+      const r = await benchScale(env, { tasks: n, namespaces, timeoutMs, simTickMs: tickMs, heapSnapshotDir: flags.get('heap-snapshot'), settle: !quick, memoryLimitMiB: flags.has('memory-limit') ? Number(flags.get('memory-limit')) : undefined });
       rows.push(r);
       log(`scale ${n}: all ended in ${r.wallSecondsToAllReady} s, CPU ${r.cpuSeconds} s (${r.cpuMsPerTask} ms per task), peak RSS ${r.peakRssMiB} MiB, peak heap ${r.peakHeapUsedMiB} MiB, ${r.peakCacheObjects} cached objects at peak, max queue ${r.maxQueueDepth}, errors ${r.reconcileErrors}, failed ${r.failedTasks}`);
       // Written after every size: a long size interrupted later does not lose the ones already measured.
