@@ -140,13 +140,14 @@ export function memoryBreakdown(proc: { rss: number; anon: number; file: number 
  * Asks the controller (started with --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=DIR) for a heap
  * snapshot and waits until V8 has finished writing it: the file exists and its size holds for 2 s.
  */
-async function takeHeapSnapshot(pid: number, dir: string): Promise<string> {
+async function takeHeapSnapshot(pid: number, dir: string, exited: () => boolean): Promise<string> {
   const before = new Set(readdirSync(dir));
   process.kill(pid, 'SIGUSR2');
   let file: string | undefined;
   let size = -1;
   let stableSince = 0;
   await until('the heap snapshot to be written', () => {
+    if (exited()) throw new Error('the controller exited while writing its heap snapshot');
     file ??= readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
     if (!file) return false;
     const s = statSync(join(dir, file)).size;
@@ -194,6 +195,9 @@ function diff(a: Record<string, number>, b: Record<string, number>): Record<stri
 export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleFigures> {
   const per = o.vmsPerTask ?? 2;
   const nss = namespaceNames(`scale${o.tasks}`, o.namespaces);
+  // Writing a heap snapshot takes about as much memory again as the heap: under the pod's limit it is
+  // the snapshot that gets the process killed (an 800-task run under 512 MiB was, at the snapshot).
+  if (o.heapSnapshotDir && o.memoryLimitMiB) throw new Error('--heap-snapshot needs about twice the heap in memory: not under --memory-limit');
   if (o.heapSnapshotDir) mkdirSync(o.heapSnapshotDir, { recursive: true });
   const cg = o.memoryLimitMiB ? memoryCgroup(`migration-controller-bench-${process.pid}`, o.memoryLimitMiB) : undefined;
   const ctl = await spawnController(env, {
@@ -275,7 +279,7 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
     const other1 = otherCpu(env);
     const m1 = await ctl.metrics();
     sample(m1);
-    const heapSnapshot = o.heapSnapshotDir && existsSync(o.heapSnapshotDir) ? await takeHeapSnapshot(ctl.pid, o.heapSnapshotDir) : undefined;
+    const heapSnapshot = o.heapSnapshotDir && existsSync(o.heapSnapshotDir) ? await takeHeapSnapshot(ctl.pid, o.heapSnapshotDir, () => ctl.exited).catch((e: Error) => (log(`scale ${o.tasks}: no heap snapshot: ${e.message}`), undefined)) : undefined;
     if (heapSnapshot) log(`scale ${o.tasks}: heap snapshot ${heapSnapshot}`);
     // Every task has ended: the caches drop the tasks' Forklift objects and outputs at their next sweep
     // (a minute apart). Waited for up to 90 s (a controller without the sweep never gets there).
