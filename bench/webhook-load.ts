@@ -12,11 +12,13 @@ export interface LoadRun {
   rate: number;
   seconds: number;
   /** The reviews to send, cycled in order (built once by the main thread). */
-  bodies: Array<{ path: string; text: string }>;
+  bodies: Array<{ path: string; text: string; kind?: string }>;
 }
 
 export interface LoadResult {
   latenciesMs: number[];
+  /** The same latencies by the kind of review (an admitted task, a denied one, a source). */
+  latenciesByKind: Record<string, number[]>;
   errors: number;
   errorReasons: Record<string, number>;
   elapsedSeconds: number;
@@ -57,6 +59,7 @@ async function run(m: LoadRun): Promise<LoadResult> {
   };
   const total = Math.round(m.rate * m.seconds);
   const lat: number[] = [];
+  const byKind: Record<string, number[]> = {};
   let errors = 0;
   const inflight: Promise<void>[] = [];
   const t0 = performance.now();
@@ -67,13 +70,16 @@ async function run(m: LoadRun): Promise<LoadResult> {
     const b = m.bodies[i % m.bodies.length]!;
     inflight.push(
       send(agent, m.port, b.path, b.text, fail).then((ok) => {
-        if (ok) lat.push(performance.now() - due);
-        else errors++;
+        if (ok) {
+          const ms = performance.now() - due;
+          lat.push(ms);
+          (byKind[b.kind ?? 'review'] ??= []).push(ms);
+        } else errors++;
       }),
     );
   }
   await Promise.all(inflight);
-  return { latenciesMs: lat, errors, errorReasons, elapsedSeconds: (performance.now() - t0) / 1000 };
+  return { latenciesMs: lat, latenciesByKind: byKind, errors, errorReasons, elapsedSeconds: (performance.now() - t0) / 1000 };
 }
 
 parentPort?.on('message', (m: LoadRun | { type: 'stop' }) => {

@@ -104,7 +104,7 @@ if (baselineRef) targets.push(await target('baseline', await baselineStarter(bas
 const ca = generateCA({ commonName: 'bench', validityMs: 86_400_000 });
 
 let seq = 0;
-function body(): { path: string; text: string } {
+function body(): { path: string; text: string; kind: string } {
   const n = seq++;
   const uid = `bench-${n}`;
   const gvk = (kind: string) => ({ group: 'forklift.cozystack.io', version: 'v1alpha1', kind });
@@ -115,11 +115,11 @@ function body(): { path: string; text: string } {
   // A mix: valid tasks (every fact read), a denied task, and sources (PEM parsing).
   if (n % 4 === 3) {
     const object = { metadata: { name: 's', namespace: ns }, spec: { type: 'vsphere', url: 'https://vc.example/sdk', credentials: { username: 'u@vsphere.local', password: 'p', caCert: ca.certPEM } } };
-    return { path: PATHS.validateSource, text: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid, kind: gvk('VMImportSource'), operation: 'CREATE', namespace: ns, userInfo, object } }) };
+    return { path: PATHS.validateSource, kind: 'source', text: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid, kind: gvk('VMImportSource'), operation: 'CREATE', namespace: ns, userInfo, object } }) };
   }
   const storageClass = n % 4 === 2 ? 'no-such-class' : className;
   const object = { metadata: { name: 't', namespace: ns }, spec: { sourceRef: { name: 'vc' }, storageClass, vms: [{ id: `vm-${n % 50}` }, { id: `vm-${(n % 50) + 100}`, name: 'db' }] } };
-  return { path: PATHS.validateTask, text: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid, kind: gvk('VMImportTask'), operation: 'CREATE', namespace: ns, userInfo, object } }) };
+  return { path: PATHS.validateTask, kind: n % 4 === 2 ? 'task-denied' : 'task-admitted', text: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid, kind: gvk('VMImportTask'), operation: 'CREATE', namespace: ns, userInfo, object } }) };
 }
 
 function pct(sorted: number[], p: number): number {
@@ -147,6 +147,11 @@ interface RunFigures {
   cpuMsPerReview: number;
   /** Requests to the API server per review (access reviews, cluster reads and their re-checks). */
   apiRequestsPerReview: number;
+  /**
+   * Latency by kind of review: admitted tasks (every fact read, from the cache when fresh), denied tasks
+   * (a denial resting on a cached fact re-reads it from the API server first) and sources.
+   */
+  byKind: Record<string, { n: number; p50Ms: number; p99Ms: number; maxMs: number }>;
 }
 
 // The client runs in a worker thread (bench/webhook-load.ts): in the webhook's own thread, at 1,000 req/s
@@ -169,14 +174,20 @@ async function run(t: Target, rate: number, seconds: number): Promise<RunFigures
   const cpu = process.threadCpuUsage(cpu0);
   const lat = r.latenciesMs.sort((a, b) => a - b);
   const r2 = (x: number) => Math.round(x * 100) / 100;
-  return { rate, seconds, sent: total, ok: lat.length, errors: r.errors, errorReasons: r.errorReasons, p50Ms: r2(pct(lat, 50)), p99Ms: r2(pct(lat, 99)), maxMs: r2(lat[lat.length - 1] ?? NaN), achievedRate: r2(total / r.elapsedSeconds), inventoryCallsPerReview: r2((t.calls.n - callsBefore) / total), cpuMsPerReview: Math.round(((cpu.user + cpu.system) / 1000 / total) * 1000) / 1000, apiRequestsPerReview: Math.round(((t.apiRequests.n - apiBefore) / total) * 1000) / 1000 };
+  const byKind = Object.fromEntries(
+    Object.entries(r.latenciesByKind).map(([k, xs]) => {
+      const s = xs.sort((a, b) => a - b);
+      return [k, { n: s.length, p50Ms: r2(pct(s, 50)), p99Ms: r2(pct(s, 99)), maxMs: r2(s[s.length - 1] ?? NaN) }];
+    }),
+  );
+  return { rate, seconds, sent: total, ok: lat.length, errors: r.errors, errorReasons: r.errorReasons, p50Ms: r2(pct(lat, 50)), p99Ms: r2(pct(lat, 99)), maxMs: r2(lat[lat.length - 1] ?? NaN), achievedRate: r2(total / r.elapsedSeconds), inventoryCallsPerReview: r2((t.calls.n - callsBefore) / total), cpuMsPerReview: Math.round(((cpu.user + cpu.system) / 1000 / total) * 1000) / 1000, apiRequestsPerReview: Math.round(((t.apiRequests.n - apiBefore) / total) * 1000) / 1000, byKind };
 }
 
 const loadBefore = Math.round(os.loadavg()[0]! * 100) / 100;
 for (const t of targets) await run(t, 100, WARMUP_SECONDS);
 const results: Array<{ rate: number; current: RunFigures; baseline?: RunFigures; ratio?: { p50: number; p99: number; max: number; cpuPerReview: number } }> = [];
 const show = (name: string, r: RunFigures): string =>
-  `webhook ${name} @ ${r.rate} req/s (load average ${os.loadavg()[0]!.toFixed(2)} on ${os.cpus().length} CPUs) for ${r.seconds} s: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms (${r.ok}/${r.sent} ok, ${r.errors} errors, achieved ${r.achievedRate} req/s, ${r.inventoryCallsPerReview} inventory calls per review, ${r.cpuMsPerReview} CPU ms and ${r.apiRequestsPerReview} API requests per review)${r.errors ? ` errors: ${JSON.stringify(r.errorReasons)}` : ''}`;
+  `webhook ${name} @ ${r.rate} req/s (load average ${os.loadavg()[0]!.toFixed(2)} on ${os.cpus().length} CPUs) for ${r.seconds} s: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms (${r.ok}/${r.sent} ok, ${r.errors} errors, achieved ${r.achievedRate} req/s, ${r.inventoryCallsPerReview} inventory calls per review, ${r.cpuMsPerReview} CPU ms and ${r.apiRequestsPerReview} API requests per review; p99 by kind: ${Object.entries(r.byKind).map(([k, x]) => `${k} ${x.p99Ms} ms`).join(', ')})${r.errors ? ` errors: ${JSON.stringify(r.errorReasons)}` : ''}`;
 for (const [i, rate] of RATES.entries()) {
   // Alternate which webhook goes first, so neither always meets the machine's load first.
   const order = i % 2 ? [...targets].reverse() : targets;

@@ -10,7 +10,7 @@ import type { SourceFacts } from './validate-source.ts';
 import { listPodCIDRs } from '../preflight/podcidr.ts';
 import { vmConcerns } from '../forklift/assess.ts';
 import type { EgressPolicy } from '../preflight/egress.ts';
-import type { InventoryHost, InventoryReader, InventoryVM, QuotaLike, TaskFacts } from './validate-task.ts';
+import type { CachedFact, InventoryHost, InventoryReader, InventoryVM, QuotaLike, TaskFacts } from './validate-task.ts';
 
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -159,6 +159,8 @@ export interface Gathered<F> {
   facts: F;
   /** Some fact came from the cache: a denial is re-checked with fresh reads before it is returned. */
   usedCache: boolean;
+  /** Which of the task's facts came (wholly or in part) from the cache. */
+  cachedFacts: Set<CachedFact>;
 }
 
 export class FactsGatherer {
@@ -173,10 +175,13 @@ export class FactsGatherer {
    * `fresh`: true reads afresh; 'ttl' takes a cached answer only within its TTL (never a stale one);
    * false also serves up to 6 TTLs stale while refreshing (denials are re-checked anyway).
    */
-  private async fact<T>(key: string, ttl: number, what: string, load: () => Promise<T>, fresh: boolean | 'ttl', flags: { cached: boolean }, cacheIf?: (v: T) => boolean): Promise<Fact<T>> {
+  private async fact<T>(key: string, ttl: number, what: string, load: () => Promise<T>, fresh: boolean | 'ttl', flags: { cached: boolean; facts?: Set<CachedFact> }, cacheIf?: (v: T) => boolean, name?: CachedFact): Promise<Fact<T>> {
     try {
       const r = await this.cache.get(key, ttl, () => withTimeout(load(), this.o.readTimeoutMs, what), { fresh: fresh === true, cacheIf, staleMs: fresh ? 0 : ttl * 6 });
-      if (r.cached) flags.cached = true;
+      if (r.cached) {
+        flags.cached = true;
+        if (name) flags.facts?.add(name);
+      }
       return { value: r.value };
     } catch (e) {
       return { error: errText(e) };
@@ -196,11 +201,16 @@ export class FactsGatherer {
       needCIDR ? this.serviceCIDRs(namespace) : Promise.resolve({ value: undefined }),
       egress && needCIDR ? this.fact('podcidrs', this.o.cacheTtlMs, 'listing nodes', () => listPodCIDRs(this.o.client), false, flags) : Promise.resolve({ value: [] as string[] }),
     ]);
-    return { facts: { serviceCIDRs, ...(egress ? { egress: { policy: egress, podCIDRs } } : {}) }, usedCache: flags.cached };
+    return { facts: { serviceCIDRs, ...(egress ? { egress: { policy: egress, podCIDRs } } : {}) }, usedCache: flags.cached, cachedFacts: new Set() };
   }
 
-  async taskFacts(namespace: string, task: JsonObject, fresh = false): Promise<Gathered<TaskFacts>> {
-    const flags = { cached: false };
+  /**
+   * `fresh`: true re-reads every cluster fact (and the inventory past its TTL); a set re-reads only the
+   * facts it names, the others answered as before (a denial re-checks the facts it rests on, `deniedOn`).
+   */
+  async taskFacts(namespace: string, task: JsonObject, fresh: boolean | ReadonlySet<CachedFact> = false): Promise<Gathered<TaskFacts>> {
+    const flags = { cached: false, facts: new Set<CachedFact>() };
+    const reread = (name: CachedFact): boolean => fresh === true || (typeof fresh === 'object' && fresh.has(name));
     const spec = asObject(task.spec) ?? {};
     const sourceName = asString(asObject(spec.sourceRef)?.name) ?? '';
     const vmIds = [...new Set((asArray(spec.vms) ?? []).map((v) => asString(asObject(v)?.id)).filter((x): x is string => !!x))].slice(0, 256);
@@ -208,10 +218,10 @@ export class FactsGatherer {
     const client = this.o.client;
 
     const sourceP: Promise<Fact<JsonObject | undefined>> = sourceName
-      ? this.fact(`source/${namespace}/${sourceName}`, ttl, `reading VMImportSource ${sourceName}`, () => client.get<KubeObject>(GVRs.VMImportSource, namespace, sourceName) as Promise<JsonObject | undefined>, fresh, flags, (v) => v !== undefined)
+      ? this.fact(`source/${namespace}/${sourceName}`, ttl, `reading VMImportSource ${sourceName}`, () => client.get<KubeObject>(GVRs.VMImportSource, namespace, sourceName) as Promise<JsonObject | undefined>, reread('source'), flags, (v) => v !== undefined, 'source')
       : Promise.resolve({ value: undefined });
-    const classesP = this.fact('storageclasses', ttl, 'listing storage classes', async () => (await client.list<KubeObject>(GVRs.StorageClass)).items as unknown as StorageClassLike[], fresh, flags);
-    const quotasP = this.fact(`quotas/${namespace}`, ttl, 'listing resource quotas', async () => (await client.list<KubeObject>(GVRs.ResourceQuota, namespace)).items as unknown as QuotaLike[], fresh, flags);
+    const classesP = this.fact('storageclasses', ttl, 'listing storage classes', async () => (await client.list<KubeObject>(GVRs.StorageClass)).items as unknown as StorageClassLike[], reread('storageClasses'), flags, undefined, 'storageClasses');
+    const quotasP = this.fact(`quotas/${namespace}`, ttl, 'listing resource quotas', async () => (await client.list<KubeObject>(GVRs.ResourceQuota, namespace)).items as unknown as QuotaLike[], reread('quotas'), flags, undefined, 'quotas');
     const cidrP = this.serviceCIDRs(namespace);
     const inventoryP = sourceP.then(async (src): Promise<TaskFacts['inventory']> => {
       if (!this.o.inventory) return { error: 'no inventory client configured' };
@@ -225,8 +235,8 @@ export class FactsGatherer {
       // a denial: VMs' disks and hosts change on vCenter's time scale, and Forklift's inventory itself
       // lags vCenter. Re-checks re-read the cluster objects (a class or quota just created) and only
       // inventory answers older than the TTL. A VM the inventory did not know is never cached.
-      const invFresh = fresh ? 'ttl' : false;
-      const hostsF = this.fact(`hosts/${providerUID}`, invTtl, 'listing inventory hosts', () => inv.listHosts(providerUID), invFresh, flags);
+      const invFresh = reread('inventory') ? 'ttl' : false;
+      const hostsF = this.fact(`hosts/${providerUID}`, invTtl, 'listing inventory hosts', () => inv.listHosts(providerUID), invFresh, flags, undefined, 'inventory');
       const vmFs = vmIds.map(async (id): Promise<[string, Fact<InventoryVM | null>]> => {
         const f = await this.fact<InventoryVM | null>(
           `vm/${providerUID}/${id}`,
@@ -243,6 +253,7 @@ export class FactsGatherer {
           invFresh,
           flags,
           (v) => v !== null,
+          'inventory',
         );
         return [id, f];
       });
@@ -256,6 +267,6 @@ export class FactsGatherer {
       return { value: { vms: out, hosts: normaliseHosts(hosts.value) } };
     });
     const [source, storageClasses, quotas, serviceCIDRs, inventory] = await Promise.all([sourceP, classesP, quotasP, cidrP, inventoryP]);
-    return { facts: { source, storageClasses, quotas, serviceCIDRs, inventory }, usedCache: flags.cached };
+    return { facts: { source, storageClasses, quotas, serviceCIDRs, inventory }, usedCache: flags.cached, cachedFacts: flags.facts };
   }
 }

@@ -20,7 +20,7 @@ import { FactsGatherer, withTimeout } from './facts.ts';
 import { asObject, asString } from './fields.ts';
 import { buildResponse, parseReview, verdict, type AdmissionRequest, type AdmissionReview, type Verdict } from './review.ts';
 import { sourceNeedsServiceCIDR, validateSource } from './validate-source.ts';
-import { DEFAULT_PLATFORM, validateTask, type InventoryReader, type TaskPlatform } from './validate-task.ts';
+import { DEFAULT_PLATFORM, deniedOn, validateTask, type InventoryReader, type TaskPlatform } from './validate-task.ts';
 
 /**
  * An AdmissionReview carries the object and the old object (each up to the API server's 3 MiB request
@@ -143,9 +143,14 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
     let g = await gatherer.taskFacts(namespace, obj);
     let v = validateTask(req.operation, req.object, req.oldObject, g.facts, platform);
     if (!v.allowed && g.usedCache) {
-      // Never deny on a stale view (a storage class or source created a second ago): re-read and re-judge.
-      g = await gatherer.taskFacts(namespace, obj, true);
-      v = validateTask(req.operation, req.object, req.oldObject, g.facts, platform);
+      // Never deny on a stale view (a storage class or source created a second ago): re-read the cached
+      // facts the denial rests on, and re-judge. The others are not read again (a denial for a missing
+      // class costs one list of classes, not a read of the source and the quotas as well).
+      const stale = deniedOn(req.operation, req.object, req.oldObject, g.facts, platform, v, g.cachedFacts);
+      if (stale.size) {
+        g = await gatherer.taskFacts(namespace, obj, stale);
+        v = validateTask(req.operation, req.object, req.oldObject, g.facts, platform);
+      }
     }
     return v;
   }

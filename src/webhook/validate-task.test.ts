@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GUEST_CONVERSION_DISABLED_MESSAGE, validateTask, type TaskFacts, type InventoryVM } from './validate-task.ts';
+import { DEFAULT_PLATFORM, GUEST_CONVERSION_DISABLED_MESSAGE, deniedOn, validateTask, type TaskFacts, type InventoryVM } from './validate-task.ts';
 
 const Gi = 2 ** 30;
 const immediate = { metadata: { name: 'replicated' }, provisioner: 'x', volumeBindingMode: 'Immediate' };
@@ -248,4 +248,25 @@ test('a warm task naming a VM without CBT or with snapshots is refused at admiss
   assert.match(v.problems[0]!, /^spec\.vms\[0\]: changed block tracking \(CBT\) is not enabled on VM "erp".*ctkEnabled=TRUE.*Forklift says: Changed Block Tracking/);
   assert.match(v.problems[1]!, /^spec\.vms\[1\]: VM "db" has snapshots \(current "snapshot-3"\)/);
   assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-7' }, { id: 'vm-8' }] }), undefined, f).problems, []);
+});
+
+test('a denial re-reads only the cached facts it rests on: a missing class the classes, a host collision the inventory and the source', () => {
+  const all = ['source', 'storageClasses', 'quotas', 'inventory'] as const;
+  const on = (o: unknown, f: TaskFacts, cached: Iterable<(typeof all)[number]> = all) => {
+    const v = validateTask('CREATE', o, undefined, f);
+    assert.equal(v.allowed, false, 'the case is a denial');
+    return [...deniedOn('CREATE', o, undefined, f, DEFAULT_PLATFORM, v, cached)].sort();
+  };
+  // A class that does not exist: a class created since the cached list lifts it; nothing else can.
+  assert.deepEqual(on(task({ storageClass: 'no-such-class' }), facts()), ['storageClasses']);
+  // The same denial when the class list was read just now: nothing cached to re-read.
+  assert.deepEqual(on(task({ storageClass: 'no-such-class' }), facts(), ['source', 'quotas', 'inventory']), []);
+  // An ESXi host inside the Service CIDR: the inventory says where the VM runs, the source's spec.hosts
+  // may override that host's address (an override added a second ago lifts the denial).
+  const onHost2 = facts({ inventory: { value: { vms: { 'vm-1': vm('web', 1, 'host-2') }, hosts: [{ id: 'host-2', name: '10.96.5.5' }] } } });
+  assert.deepEqual(on(task({}), onHost2), ['inventory', 'source']);
+  // A name too long for the disks the inventory reports rests on the inventory (and so the source).
+  assert.deepEqual(on(task({ vms: [{ id: 'vm-2', name: 'a'.repeat(43) }] }), facts()), ['inventory', 'source']);
+  // Structural problems rest on no fact: the denial stands without a read.
+  assert.deepEqual(on(task({ vms: [{ id: 'vm-1' }, { id: 'vm-1', name: 'b' }] }), facts()), []);
 });

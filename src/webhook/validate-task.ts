@@ -54,6 +54,29 @@ export interface TaskFacts {
   quotas: Fact<QuotaLike[]>;
 }
 
+/** The facts the webhook caches, which a denial resting on a cached one re-reads before it stands. */
+export type CachedFact = 'source' | 'storageClasses' | 'quotas' | 'inventory';
+
+/**
+ * The facts among `candidates` that a denial rests on: those whose loss (what a failed read gives, which
+ * the checks turn into a warning) drops one of the verdict's problems. Only these are re-read before a
+ * denial is returned: a task refused for a missing storage class re-lists the classes, not the source,
+ * the quotas (which only ever warn) or the inventory.
+ */
+export function deniedOn(operation: Operation, object: unknown, oldObject: unknown, facts: TaskFacts, platform: TaskPlatform, v: Verdict, candidates: Iterable<CachedFact>): Set<CachedFact> {
+  const cached = new Set(candidates);
+  const out = new Set<CachedFact>();
+  for (const name of cached) {
+    const without = validateTask(operation, object, oldObject, { ...facts, [name]: { error: 'not read' } }, platform);
+    if (v.problems.some((p) => !without.problems.includes(p))) out.add(name);
+  }
+  // The inventory is read through the source (its provider, and the ESXi addresses its spec.hosts
+  // override), and a changed override can lift a problem that losing the source would not: a denial
+  // resting on the inventory rests on the source too.
+  if (out.has('inventory') && cached.has('source')) out.add('source');
+  return out;
+}
+
 /**
  * Disk count assumed when the inventory cannot be read: names are checked as if every VM had this many
  * disks (indices 0–99, so `<name>-disk-99` must fit 45 → name ≤ 37; one to ten disks allow 38). Only a
