@@ -58,7 +58,7 @@ import {
 } from './plan.ts';
 import { DISK_DONE, DISK_STEPS, Step, type StepName } from './steps.ts';
 
-export { HANDOFF_STEPS, DISK_STEPS, VM_STEPS, Step, type StepName } from './steps.ts';
+export { HANDOFF_STEPS, DISK_STEPS, VM_STEPS, RECORDED_AT_ONCE, Step, type StepName } from './steps.ts';
 export { nextStep, nextVMStep, type DiskObservation, type DiskAction, type VMObservation, type VMAction } from './plan.ts';
 
 export interface HandoffInput {
@@ -80,6 +80,8 @@ export interface HandoffOutcome {
   reason?: string;
   message?: string;
   requeueAfterMs?: number;
+  /** The step this pass took (undefined: it waited, failed or found the VM done). */
+  step?: StepName;
 }
 
 /**
@@ -620,6 +622,7 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
       disks: [...out, evidence(d, o, done ? DISK_DONE : action.step), ...rest],
       message: `disk ${d.index}: ${action.step}`,
       requeueAfterMs: afterStepRequeueMs(ctx, action.step),
+      step: action.step,
     };
   }
 
@@ -664,5 +667,6 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     vmInstance: input.vmName,
     message: va.step,
     requeueAfterMs: afterStepRequeueMs(ctx, va.step),
+    step: va.step,
   };
 }

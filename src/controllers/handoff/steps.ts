@@ -51,3 +51,14 @@ export const HANDOFF_STEPS: readonly StepName[] = [...DISK_STEPS, ...VM_STEPS];
 
 /** Checkpoint recorded in DiskStatus.handoff once a disk is finished. */
 export const DISK_DONE = 'done';
+
+/**
+ * Steps whose checkpoint is written to the task's status before the next pass: the world cannot give it
+ * back. After create-vmdisk a missing VMDisk means someone deleted it (OutputDeleted), not that it is
+ * still to be made, and only the recorded checkpoint tells the two apart. Every other step leaves its
+ * evidence on the objects it wrote (the volume's markers and policy, the claim's owners and binding, the
+ * outputs themselves), which the next pass observes afresh: their checkpoints ride along with the next
+ * status write that is made anyway, and a crash before it loses nothing but a read skipped (the handoff's
+ * crash tests throw a step's evidence away after every step).
+ */
+export const RECORDED_AT_ONCE: ReadonlySet<StepName> = new Set([Step.CreateVMDisk]);

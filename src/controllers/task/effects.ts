@@ -16,7 +16,7 @@ import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isAlreadyExists, isNotFound, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext, Result } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
-import { reconcileHandoff } from '../handoff/index.ts';
+import { RECORDED_AT_ONCE, reconcileHandoff } from '../handoff/index.ts';
 import { notBefore, type VMAction } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
 import type { TaskMetrics } from './metrics.ts';
@@ -68,8 +68,12 @@ export interface ActionInput {
   now: Date;
 }
 
-/** Executes one VM's action; returns the VM's status to record and, when sooner than the resync, a requeue. */
-export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: ActionInput): Promise<{ status: VMStatus; requeueAfterMs?: number }> {
+/**
+ * Executes one VM's action; returns the VM's status to record and, when sooner than the resync, a requeue.
+ * `deferrable`: the action was a handoff step whose evidence the objects it wrote carry, by a VM already
+ * Creating — its status need not be written before the next pass (RECORDED_AT_ONCE).
+ */
+export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: ActionInput): Promise<{ status: VMStatus; requeueAfterMs?: number; deferrable?: boolean }> {
   const { task, action: a } = i;
   switch (a.type) {
     case 'none':
@@ -109,7 +113,8 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
         const ts = { ...(out.timestamps ?? {}), completed: notBefore(i.now, out.timestamps?.transferred) };
         return { status: { ...out, timestamps: ts, phase: 'Succeeded', reason: TaskReason.Succeeded, message: `imported as VMInstance ${out.vmInstance ?? out.name}` }, requeueAfterMs: h.requeueAfterMs };
       }
-      return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' }, requeueAfterMs: h.requeueAfterMs };
+      const deferrable = v.phase === 'Creating' && h.step !== undefined && !RECORDED_AT_ONCE.has(h.step);
+      return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' }, requeueAfterMs: h.requeueAfterMs, deferrable };
     }
   }
 }
@@ -124,6 +129,8 @@ export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, '
   // must not come back from a read older than its clearing.
   const wrote = await patchStatus(ctx.client, GVRs.VMImportTask, task, next, { precondition: true });
   fx.mem.ownWrites.wrote(GVRs.VMImportTask, wrote);
+  // Whatever handoff steps were deferred are in this write (or were already in the status).
+  fx.mem.recorded(taskKey(task));
   // A second write in the same pass (after the preflight's) holds on the version this one made.
   if (wrote?.metadata?.resourceVersion) task.metadata.resourceVersion = wrote.metadata.resourceVersion;
   const observe = (phase: string, from: string | undefined, to: string | undefined): void => {
