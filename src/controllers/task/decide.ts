@@ -30,6 +30,7 @@ import { isStalled } from '../../forklift/progress.ts';
 import { cutoverPatch, precopySummary, warmSourcePoweredOff, warmStage, type ImportMode } from '../../forklift/warm.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
+import { jsonEqual } from '../../runtime/status.ts';
 
 /**
  * Plan blockers that mean "not yet" rather than "never": the maps and providers are created moments
@@ -334,4 +335,26 @@ export function taskGate(o: TaskGateObservation): { reason: string; message: str
   }
   if (!o.forkliftInstalled) return { reason: TaskReason.ForkliftNotInstalled, message: 'Forklift (forklift.konveyor.io) is not installed; the task proceeds by itself once it is' };
   return undefined;
+}
+
+/** One VM of a pass: its status before and after the pass, and whether its action was a deferrable step. */
+export interface VMPassResult {
+  before: VMStatus;
+  after: VMStatus;
+  /** A handoff step whose evidence the objects it wrote carry, by a VM already Creating (effects.ts). */
+  deferrable?: boolean;
+}
+
+/**
+ * Whether the pass's status write may wait for the next pass: some VM took a deferrable handoff step and
+ * no VM changed otherwise (a phase, a wait's message, progress, a failure: all written at once). A pass
+ * that took no step writes as before, carrying whatever earlier passes deferred.
+ */
+export function deferStatusWrite(results: readonly VMPassResult[]): boolean {
+  let stepped = false;
+  for (const r of results) {
+    if (r.deferrable) stepped = true;
+    else if (!jsonEqual(r.before, r.after)) return false;
+  }
+  return stepped;
 }

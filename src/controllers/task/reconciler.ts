@@ -16,12 +16,12 @@ import { checkStorageClass, type StorageClassLike } from '../../preflight/storag
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
 import { keyString, type Cache, type ObjectKey, type ReconcileContext, type Reconciler, type Result } from '../../runtime/reconciler.ts';
-import { jsonEqual, patchStatus } from '../../runtime/status.ts';
+import { patchStatus } from '../../runtime/status.ts';
 import { TaskReason } from '../../api/conditions.ts';
 import { failVM, runPreflight, type CIDRSource, type TaskInventory } from './preflight.ts';
 import { TaskMetrics } from './metrics.ts';
 import { backfillFinished, isTerminalPhase } from './status.ts';
-import { nextVMAction, taskGate } from './decide.ts';
+import { deferStatusWrite, nextVMAction, taskGate, type VMPassResult } from './decide.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey } from './observe.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
@@ -246,8 +246,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // The write may wait for the next pass when every change of this one is a handoff step whose evidence
     // the objects it wrote carry (RECORDED_AT_ONCE): one status write per step made a 1-disk import ~20
     // status patches, each a round trip on the path from the engine's Succeeded to the task's Ready.
-    let deferrable = true;
-    let stepped = false;
+    const results: VMPassResult[] = [];
     for (const v of vms) {
       if (isTerminalPhase(v.phase) || !v.plan) {
         next.push(v);
@@ -259,12 +258,11 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       if (r.requeueAfterMs !== undefined) requeueMs = Math.min(requeueMs, r.requeueAfterMs);
       if (r.status.timestamps?.transferred) mem.transferOver(task.metadata.uid ?? '', v.id);
       if (r.status.reason === TaskReason.Stalled) stalled.push(r.status.id);
-      if (r.deferrable) stepped = true;
-      else if (!jsonEqual(v, r.status)) deferrable = false;
+      results.push({ before: v, after: r.status, deferrable: r.deferrable });
       next.push(r.status);
     }
     metrics.setStalled(taskKey(task), stalled);
-    if (stepped && deferrable && storageClass === task.status?.storageClass) {
+    if (deferStatusWrite(results) && storageClass === task.status?.storageClass) {
       mem.defer(taskKey(task), task.metadata.resourceVersion, next);
       return { requeueAfterMs: requeueMs };
     }
