@@ -19,6 +19,8 @@ export interface LoadResult {
   latenciesMs: number[];
   /** The same latencies by the kind of review (an admitted task, a denied one, a source). */
   latenciesByKind: Record<string, number[]>;
+  /** When (ms into the run, by schedule) the slowest 1 % of requests were due: a burst at the start is connection set-up, spread out is the server. */
+  slowestAtMs: number[];
   errors: number;
   errorReasons: Record<string, number>;
   elapsedSeconds: number;
@@ -60,6 +62,7 @@ async function run(m: LoadRun): Promise<LoadResult> {
   const total = Math.round(m.rate * m.seconds);
   const lat: number[] = [];
   const byKind: Record<string, number[]> = {};
+  const timed: Array<[number, number]> = [];
   let errors = 0;
   const inflight: Promise<void>[] = [];
   const t0 = performance.now();
@@ -73,13 +76,18 @@ async function run(m: LoadRun): Promise<LoadResult> {
         if (ok) {
           const ms = performance.now() - due;
           lat.push(ms);
+          timed.push([due - t0, ms]);
           (byKind[b.kind ?? 'review'] ??= []).push(ms);
         } else errors++;
       }),
     );
   }
   await Promise.all(inflight);
-  return { latenciesMs: lat, latenciesByKind: byKind, errors, errorReasons, elapsedSeconds: (performance.now() - t0) / 1000 };
+  const slowestAtMs = timed
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, Math.ceil(timed.length / 100))
+    .map(([at]) => Math.round(at));
+  return { latenciesMs: lat, latenciesByKind: byKind, slowestAtMs, errors, errorReasons, elapsedSeconds: (performance.now() - t0) / 1000 };
 }
 
 parentPort?.on('message', (m: LoadRun | { type: 'stop' }) => {

@@ -15,7 +15,7 @@ import { gvrKey, type GVR } from './gvr.ts';
 import type { KubeObject } from './kube.ts';
 import type { ReconcileContext } from './reconciler.ts';
 
-type Expectation = { kind: 'rv'; rv: string } | { kind: 'deleted'; uid?: string } | { kind: 'exists' } | { kind: 'stale' };
+type Expectation = { kind: 'rv'; rv: string; over?: { rv: string; obj: KubeObject } } | { kind: 'deleted'; uid?: string } | { kind: 'exists' } | { kind: 'stale' };
 
 /**
  * An expectation lapses after this long. Watch events arrive in milliseconds; a minute covers a slow,
@@ -55,10 +55,16 @@ export class Expectations {
     this.open.set(this.key(gvr, ns, name), { ...e, until: now + this.ttlMs });
   }
 
-  /** Our write returned `obj`: until the cache shows its resourceVersion, read this object live. */
-  wrote(gvr: GVR, obj: KubeObject | undefined): void {
+  /**
+   * Our write returned `obj`: until the cache shows its resourceVersion, read this object live. With
+   * `over`, the write carried that resourceVersion as its precondition, so the server applied it directly
+   * on that version and `obj` is the object as it stood right after: while the cache still shows `over`
+   * (it has not seen our write), `obj` is answered instead of a live read — exactly what a cache that
+   * had caught up with our write would hold. A cache showing any other version is read past, live.
+   */
+  wrote(gvr: GVR, obj: KubeObject | undefined, o: { over?: string } = {}): void {
     const rv = obj?.metadata?.resourceVersion;
-    if (rv) this.set(gvr, obj.metadata?.namespace, obj.metadata?.name, { kind: 'rv', rv });
+    if (rv) this.set(gvr, obj.metadata?.namespace, obj.metadata?.name, { kind: 'rv', rv, ...(o.over ? { over: { rv: o.over, obj } } : {}) });
   }
 
   /** We deleted the object with this UID. */
@@ -121,6 +127,9 @@ export class Expectations {
     if (e) {
       if (satisfied(e, cached)) {
         this.open.delete(k);
+      } else if (e.kind === 'rv' && e.over && cached?.metadata?.resourceVersion === e.over.rv) {
+        if (o.counters) o.counters.cache++;
+        return e.over.obj;
       } else {
         const live = await liveRead();
         if (live?.metadata?.resourceVersion === cached?.metadata?.resourceVersion && (e.kind !== 'exists' || live)) this.open.delete(k);

@@ -127,8 +127,10 @@ export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, '
   const next = deriveTaskStatus({ prev: task.status, vms, generation: task.metadata.generation, now, waiting: extra.waiting, storageClass: extra.storageClass });
   // On the version read: the task's conditions are written whole, and the manager's Degraded among them
   // must not come back from a read older than its clearing.
+  const over = task.metadata.resourceVersion;
   const wrote = await patchStatus(ctx.client, GVRs.VMImportTask, task, next, { precondition: true });
-  fx.mem.ownWrites.wrote(GVRs.VMImportTask, wrote);
+  // Written on `over` (the precondition): until the cache has the write, the next pass reads it from here.
+  fx.mem.ownWrites.wrote(GVRs.VMImportTask, wrote, { over });
   // Whatever handoff steps were deferred are in this write (or were already in the status).
   fx.mem.recorded(taskKey(task));
   // A second write in the same pass (after the preflight's) holds on the version this one made.

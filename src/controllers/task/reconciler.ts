@@ -262,7 +262,10 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       next.push(r.status);
     }
     metrics.setStalled(taskKey(task), stalled);
-    if (deferStatusWrite(results) && storageClass === task.status?.storageClass) {
+    // The poll-only anchor writes every step, as the controller it stands for does: there, its own status
+    // write is what wakes its next pass (it keeps client-go's wake-up on every update), so deferring would
+    // make it wait a poll period per step and the comparison would flatter this controller.
+    if (!cfg.pollOnly && deferStatusWrite(results) && storageClass === task.status?.storageClass) {
       mem.defer(taskKey(task), task.metadata.resourceVersion, next);
       return { requeueAfterMs: requeueMs };
     }

@@ -158,3 +158,28 @@ test('expectations of objects never read again are swept once they lapse: the ma
   ex.forget(gvr, 'ns', 'b');
   assert.equal(ex.size(), 0);
 });
+
+test('a write made on a known version answers for itself while the cache still shows that version, and a cache past it is read past', async () => {
+  const { w, ctx } = world();
+  const ex = new Expectations();
+  w.cached = obj('5');
+  w.server = obj('9');
+  // Our write carried resourceVersion 5 as its precondition and returned version 7.
+  ex.wrote(gvr, obj('7', 'u1', { labels: { written: 'yes' } }), { over: '5' });
+  const got = await ex.get(ctx, gvr, 'n', 'c');
+  assert.equal(got?.metadata?.resourceVersion, '7', 'the cache has not seen our write: the write answers');
+  assert.equal(got?.metadata?.labels?.written, 'yes');
+  assert.equal(w.liveReads, 0);
+  // The cache moved, but not to our version (a write we did not make, or a re-list): the server answers.
+  w.cached = obj('6');
+  assert.equal((await ex.get(ctx, gvr, 'n', 'c'))?.metadata?.resourceVersion, '9');
+  assert.equal(w.liveReads, 1);
+  // A write without the version it was made on is never answered for itself.
+  const other = world();
+  other.w.cached = obj('5');
+  other.w.server = obj('7');
+  const ex2 = new Expectations();
+  ex2.wrote(gvr, obj('7'));
+  assert.equal((await ex2.get(other.ctx, gvr, 'n', 'c'))?.metadata?.resourceVersion, '7');
+  assert.equal(other.w.liveReads, 1);
+});
