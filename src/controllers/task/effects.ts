@@ -24,6 +24,14 @@ import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, listOptional, taskKey, type V
 import { advertisedAddress, failVM, hostDescription, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
 import { deriveTaskStatus } from './status.ts';
 
+/**
+ * The longest a handoff's status write is deferred: a wait is written once it has lasted this long (the
+ * pass this much later finds it unchanged), and a handoff moving step by step is written at least this
+ * often. Short enough that `kubectl get` shows a wait on the binder or CDI almost as it begins; long
+ * enough that the waits and steps of a healthy handoff, milliseconds each, cost no status write apiece.
+ */
+export const WAIT_WRITE_AFTER_MS = 1_000;
+
 /** While deleting: poll for the Forklift objects to be gone (Forklift may hold finalizers on them). */
 const DELETE_POLL_MS = 2_000;
 
@@ -113,8 +121,19 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
         const ts = { ...(out.timestamps ?? {}), completed: notBefore(i.now, out.timestamps?.transferred) };
         return { status: { ...out, timestamps: ts, phase: 'Succeeded', reason: TaskReason.Succeeded, message: `imported as VMInstance ${out.vmInstance ?? out.name}` }, requeueAfterMs: h.requeueAfterMs };
       }
-      const deferrable = v.phase === 'Creating' && h.step !== undefined && !RECORDED_AT_ONCE.has(h.step);
-      return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' }, requeueAfterMs: h.requeueAfterMs, deferrable };
+      const message = h.message ?? 'handing the transferred volumes over to VMDisks';
+      if (v.phase === 'Creating' && h.step !== undefined) {
+        return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message }, requeueAfterMs: h.requeueAfterMs, deferrable: !RECORDED_AT_ONCE.has(h.step) };
+      }
+      // A wait just begun (the binder, CDI's adoption, a release) is written only if it lasts: most end
+      // within milliseconds, and each written one was a status patch on the way to Ready. The pass
+      // WAIT_WRITE_AFTER_MS later finds it the same and writes it.
+      const newWait = v.phase === 'Creating' && h.state === 'progress' && message !== v.message;
+      return {
+        status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message },
+        requeueAfterMs: newWait ? Math.min(h.requeueAfterMs ?? WAIT_WRITE_AFTER_MS, WAIT_WRITE_AFTER_MS) : h.requeueAfterMs,
+        deferrable: newWait,
+      };
     }
   }
 }

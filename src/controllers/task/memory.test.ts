@@ -26,3 +26,16 @@ test('deferred handoff evidence is used only while the task is at the version it
   mem.defer(key, undefined, creating('request-bind'));
   assert.equal(mem.sizes().deferredStatus, 0, 'evidence without the version it came from is never kept');
 });
+
+test("the deferral's clock starts at the first deferred pass since the task's last write, and restarts on another version", () => {
+  const mem = new TaskMemory();
+  assert.equal(mem.deferredFor(key, '100', 5_000), 0, 'nothing deferred');
+  mem.defer(key, '100', creating('create-claim'), 1_000);
+  mem.defer(key, '100', creating('rebind-volume'), 1_400);
+  assert.equal(mem.deferredFor(key, '100', 2_100), 1_100, 'counted from the first deferred pass, not the last');
+  assert.equal(mem.deferredFor(key, '101', 2_100), 0, 'another version: the deferred evidence does not apply');
+  mem.defer(key, '101', creating('request-bind'), 3_000);
+  assert.equal(mem.deferredFor(key, '101', 3_500), 500);
+  mem.recorded(key);
+  assert.equal(mem.deferredFor(key, '101', 9_000), 0);
+});

@@ -33,12 +33,20 @@ export class TaskMemory {
    * still at that version; otherwise (or after a restart) it starts from the status, which lags by those
    * steps — as after a crash, which the handoff resumes from the objects themselves.
    */
-  private readonly deferred = new Map<string, { resourceVersion: string; vms: VMStatus[] }>();
+  private readonly deferred = new Map<string, { resourceVersion: string; vms: VMStatus[]; since: number }>();
 
-  /** Holds the VMs' status of a pass whose write was deferred. */
-  defer(key: ObjectKey, resourceVersion: string | undefined, vms: VMStatus[]): void {
-    if (resourceVersion) this.deferred.set(keyString(key), { resourceVersion, vms });
-    else this.deferred.delete(keyString(key));
+  /** Holds the VMs' status of a pass whose write was deferred; `now` starts the clock of the first one. */
+  defer(key: ObjectKey, resourceVersion: string | undefined, vms: VMStatus[], now = Date.now()): void {
+    const k = keyString(key);
+    const prev = this.deferred.get(k);
+    if (resourceVersion) this.deferred.set(k, { resourceVersion, vms, since: prev?.resourceVersion === resourceVersion ? prev.since : now });
+    else this.deferred.delete(k);
+  }
+
+  /** How long the task's status has been deferred (0: nothing is). */
+  deferredFor(key: ObjectKey, resourceVersion: string | undefined, now = Date.now()): number {
+    const e = this.deferred.get(keyString(key));
+    return e && e.resourceVersion === resourceVersion ? now - e.since : 0;
   }
 
   /** The deferred VMs' status for the task at this version, if any; any other entry of the key is dropped. */
