@@ -125,10 +125,12 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
       if (v.phase === 'Creating' && h.step !== undefined) {
         return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message }, requeueAfterMs: h.requeueAfterMs, deferrable: !RECORDED_AT_ONCE.has(h.step) };
       }
-      // A wait just begun (the binder, CDI's adoption, a release) is written only if it lasts: most end
-      // within milliseconds, and each written one was a status patch on the way to Ready. The pass
-      // WAIT_WRITE_AFTER_MS later finds it the same and writes it.
-      const newWait = v.phase === 'Creating' && h.state === 'progress' && message !== v.message;
+      // A wait not yet in the written status (the binder, CDI's adoption, a release) is written only if it
+      // lasts: most end within milliseconds, and each written one was a status patch on the way to Ready.
+      // The reconciler writes once its status has been deferred WAIT_WRITE_AFTER_MS, and this requeue
+      // makes sure a pass comes by then.
+      const written = task.status?.vms?.find((x) => x.id === v.id)?.message;
+      const newWait = v.phase === 'Creating' && h.state === 'progress' && message !== written;
       return {
         status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message },
         requeueAfterMs: newWait ? Math.min(h.requeueAfterMs ?? WAIT_WRITE_AFTER_MS, WAIT_WRITE_AFTER_MS) : h.requeueAfterMs,
