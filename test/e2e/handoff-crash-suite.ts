@@ -226,8 +226,16 @@ export function handoffCrashSuite(cfg: HandoffCrashSuite): void {
               if (first.child.signalCode !== null || first.child.exitCode !== null) return 'exited' as const;
               return readyOf(await c.get(GVRs.VMImportTask, ns, 'import'))?.status === 'True' ? ('finished' as const) : undefined;
             },
-            { timeoutMs: 90_000, intervalMs: 250 },
-          ),
+            // The import from the task's creation to this step, on a machine running the whole suite on
+            // four planes beside an image build: 12–26 s per kill point there, one once past 90 s (a kill
+            // point takes ~5 s on a quiet machine). The bound the source's connection gets above.
+            { timeoutMs: 180_000, intervalMs: 250 },
+          ).catch(async (e: Error) => {
+            // Where the import stood, and what the controller said: a kill point not reached says why.
+            const t = (await c.get(GVRs.VMImportTask, ns, 'import').catch(() => undefined)) as unknown as VMImportTask | undefined;
+            const v = t?.status?.vms?.[0];
+            throw new Error(`${e.message}; the VM: ${JSON.stringify({ phase: v?.phase, reason: v?.reason, message: v?.message, disks: v?.disks })}; controller output: ${first.output()}`);
+          }),
         ]);
         if (leftover) assert.ok(leftover.done(), 'the leftover DataVolume was in place');
         if (how === 'finished') {
