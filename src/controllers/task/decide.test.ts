@@ -8,7 +8,7 @@ import { TaskReason } from '../../api/conditions.ts';
 import type { VMStatus } from '../../api/types.ts';
 import type { VMMigration } from '../../forklift/migration.ts';
 import type { ForkliftCondition } from '../../forklift/plan.ts';
-import { nextVMAction, taskGate, type VMAction, type VMObservation, deferStatusWrite } from './decide.ts';
+import { nextVMAction, taskGate, type VMAction, type VMObservation, WAIT_WRITE_AFTER_MS, deferStatusWrite } from './decide.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
 
@@ -428,4 +428,6 @@ test('a pass defers its status write only when every change is a deferrable hand
   assert.equal(deferStatusWrite([{ before: creating('rebind-volume'), after: creating('rebind-volume', 'waiting for the PV controller to bind') }]), false, 'a wait is written: it may last');
   assert.equal(deferStatusWrite([{ before: other, after: other }]), false, 'a pass without a step writes whatever was deferred');
   assert.equal(deferStatusWrite([]), false);
+  assert.equal(deferStatusWrite([step], WAIT_WRITE_AFTER_MS - 1), true, 'held back briefly');
+  assert.equal(deferStatusWrite([step], WAIT_WRITE_AFTER_MS), false, 'a status held back WAIT_WRITE_AFTER_MS is written, however the handoff moves');
 });

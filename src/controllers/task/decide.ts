@@ -346,11 +346,21 @@ export interface VMPassResult {
 }
 
 /**
- * Whether the pass's status write may wait for the next pass: some VM took a deferrable handoff step and
- * no VM changed otherwise (a phase, a wait's message, progress, a failure: all written at once). A pass
- * that took no step writes as before, carrying whatever earlier passes deferred.
+ * The longest a handoff's status write is deferred: a wait is written once it has lasted this long (the
+ * pass this much later finds it unchanged), and a handoff moving step by step is written at least this
+ * often. Short enough that `kubectl get` shows a wait on the binder or CDI almost as it begins; long
+ * enough that the waits and steps of a healthy handoff, milliseconds each, cost no status write apiece.
  */
-export function deferStatusWrite(results: readonly VMPassResult[]): boolean {
+export const WAIT_WRITE_AFTER_MS = 1_000;
+
+/**
+ * Whether the pass's status write may wait for the next pass: some VM took a deferrable handoff step and
+ * no VM changed otherwise (a phase, a wait's message, progress, a failure: all written at once), and the
+ * status has not been held back for WAIT_WRITE_AFTER_MS already (`heldForMs`). A pass that took no step
+ * writes as before, carrying whatever earlier passes deferred.
+ */
+export function deferStatusWrite(results: readonly VMPassResult[], heldForMs = 0): boolean {
+  if (heldForMs >= WAIT_WRITE_AFTER_MS) return false;
   let stepped = false;
   for (const r of results) {
     if (r.deferrable) stepped = true;

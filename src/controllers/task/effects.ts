@@ -17,20 +17,12 @@ import { ApiError, isAlreadyExists, isNotFound, type KubeObject } from '../../ru
 import type { ReconcileContext, Result } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
 import { RECORDED_AT_ONCE, reconcileHandoff } from '../handoff/index.ts';
-import { notBefore, type VMAction } from './decide.ts';
+import { WAIT_WRITE_AFTER_MS, notBefore, type VMAction } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
 import type { TaskMetrics } from './metrics.ts';
 import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, listOptional, taskKey, type VMObjects } from './observe.ts';
 import { advertisedAddress, failVM, hostDescription, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
 import { deriveTaskStatus } from './status.ts';
-
-/**
- * The longest a handoff's status write is deferred: a wait is written once it has lasted this long (the
- * pass this much later finds it unchanged), and a handoff moving step by step is written at least this
- * often. Short enough that `kubectl get` shows a wait on the binder or CDI almost as it begins; long
- * enough that the waits and steps of a healthy handoff, milliseconds each, cost no status write apiece.
- */
-export const WAIT_WRITE_AFTER_MS = 1_000;
 
 /** While deleting: poll for the Forklift objects to be gone (Forklift may hold finalizers on them). */
 const DELETE_POLL_MS = 2_000;

@@ -23,7 +23,7 @@ import { TaskMetrics } from './metrics.ts';
 import { backfillFinished, isTerminalPhase } from './status.ts';
 import { deferStatusWrite, nextVMAction, taskGate, type VMPassResult } from './decide.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey } from './observe.ts';
-import { WAIT_WRITE_AFTER_MS, applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
+import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
 import { keepTaskObject } from './retention.ts';
 
@@ -267,7 +267,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // make it wait a poll period per step and the comparison would flatter this controller.
     // And never for long: while a handoff moves, its status is written at least every WAIT_WRITE_AFTER_MS.
     const deferredFor = mem.deferredFor(taskKey(task), task.metadata.resourceVersion, now.getTime());
-    if (!cfg.pollOnly && deferStatusWrite(results) && storageClass === task.status?.storageClass && deferredFor < WAIT_WRITE_AFTER_MS) {
+    if (!cfg.pollOnly && deferStatusWrite(results, deferredFor) && storageClass === task.status?.storageClass) {
       mem.defer(taskKey(task), task.metadata.resourceVersion, next, now.getTime());
       return { requeueAfterMs: requeueMs };
     }
