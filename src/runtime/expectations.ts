@@ -15,7 +15,7 @@ import { gvrKey, type GVR } from './gvr.ts';
 import type { KubeObject } from './kube.ts';
 import type { ReconcileContext } from './reconciler.ts';
 
-type Expectation = { kind: 'rv'; rv: string; over?: { rv: string; obj: KubeObject } } | { kind: 'deleted'; uid?: string } | { kind: 'exists' } | { kind: 'stale' };
+type Expectation = { kind: 'rv'; rv: string; over?: { rv: string | null; obj: KubeObject } } | { kind: 'deleted'; uid?: string } | { kind: 'exists' } | { kind: 'stale' };
 
 /**
  * An expectation lapses after this long. Watch events arrive in milliseconds; a minute covers a slow,
@@ -57,14 +57,17 @@ export class Expectations {
 
   /**
    * Our write returned `obj`: until the cache shows its resourceVersion, read this object live. With
-   * `over`, the write carried that resourceVersion as its precondition, so the server applied it directly
-   * on that version and `obj` is the object as it stood right after: while the cache still shows `over`
-   * (it has not seen our write), `obj` is answered instead of a live read — exactly what a cache that
-   * had caught up with our write would hold. A cache showing any other version is read past, live.
+   * `over`, the version the write was made on is known — the resourceVersion it carried as its
+   * precondition, or `null` for a create (there was no object) — so `obj` is the object as it stood right
+   * after: while the cache still shows `over` (or, for a create, still lacks the object), it has not seen
+   * our write, and `obj` is answered instead of a live read — exactly what a cache that had caught up with
+   * our write would hold. A cache showing any other version is read past, live. (A watch delivers every
+   * version in order, so a cache reaches versions after ours only through ours, which closes the
+   * expectation; only a re-list can skip it, and then the cache shows another version and is read past.)
    */
-  wrote(gvr: GVR, obj: KubeObject | undefined, o: { over?: string } = {}): void {
+  wrote(gvr: GVR, obj: KubeObject | undefined, o: { over?: string | null } = {}): void {
     const rv = obj?.metadata?.resourceVersion;
-    if (rv) this.set(gvr, obj.metadata?.namespace, obj.metadata?.name, { kind: 'rv', rv, ...(o.over ? { over: { rv: o.over, obj } } : {}) });
+    if (rv) this.set(gvr, obj.metadata?.namespace, obj.metadata?.name, { kind: 'rv', rv, ...(o.over !== undefined ? { over: { rv: o.over, obj } } : {}) });
   }
 
   /** We deleted the object with this UID. */
@@ -127,7 +130,7 @@ export class Expectations {
     if (e) {
       if (satisfied(e, cached)) {
         this.open.delete(k);
-      } else if (e.kind === 'rv' && e.over && cached?.metadata?.resourceVersion === e.over.rv) {
+      } else if (e.kind === 'rv' && e.over && (e.over.rv === null ? !cached : cached?.metadata?.resourceVersion === e.over.rv)) {
         if (o.counters) o.counters.cache++;
         return e.over.obj;
       } else {

@@ -274,14 +274,22 @@ const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
  */
 async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean; foreignCheck?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
   const read = o.foreignCheck ? rd.get : rd.own;
-  const [claim, dataVolume] = await Promise.all([read(GVRs.PersistentVolumeClaim, ns, d.claimName), read(GVRs.DataVolume, ns, d.claimName)]);
-  const needVMDisk = o.vmDisk || rd.live || (!!dataVolume && (claim?.status as { phase?: string } | undefined)?.phase === 'Bound');
-  let vmDiskObject: KubeObject | undefined;
-  if (needVMDisk) {
+  const readVMDisk = async (): Promise<KubeObject | undefined> => {
     const known = rd.live ? undefined : knownVMDisks.get(vmDiskKey(ns, d.vmDisk));
-    vmDiskObject = known ?? (await read(GVRs.VMDisk, ns, d.vmDisk));
-    if (vmDiskObject && !known && hasOutputMarkers(vmDiskObject, markers)) knownVMDisks.set(vmDiskKey(ns, d.vmDisk), vmDiskObject);
-  }
+    const obj = known ?? (await read(GVRs.VMDisk, ns, d.vmDisk));
+    if (obj && !known && hasOutputMarkers(obj, markers)) knownVMDisks.set(vmDiskKey(ns, d.vmDisk), obj);
+    return obj;
+  };
+  // Reads that depend on none of the others go out together: on a live pass each is a round trip to the
+  // API server, and the handoff's latency is the sum of its sequential round trips.
+  const vmDiskAnyway = o.vmDisk || rd.live;
+  const [claim, dataVolume, early] = await Promise.all([
+    read(GVRs.PersistentVolumeClaim, ns, d.claimName),
+    read(GVRs.DataVolume, ns, d.claimName),
+    vmDiskAnyway ? readVMDisk() : undefined,
+  ]);
+  const needVMDisk = !vmDiskAnyway && !!dataVolume && (claim?.status as { phase?: string } | undefined)?.phase === 'Bound';
+  const vmDiskObject = vmDiskAnyway ? early : needVMDisk ? await readVMDisk() : undefined;
   return { claim, dataVolume, vmDiskObject };
 }
 
@@ -313,23 +321,29 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
   const at = d.previous?.handoff;
   const transferClaimGone = !rd.live && checkpointReached(at, Step.DeleteTransferClaim);
   const transferDataVolumesGone = !rd.live && checkpointReached(at, Step.OrphanTransferClaim);
-  const transferClaim = transferClaimGone ? undefined : await rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName);
-  const volumeName =
-    d.recorded?.metadata?.name ?? d.previous?.volumeName ?? ((transferClaim?.spec as { volumeName?: string } | undefined)?.volumeName || undefined);
-  const volume = await rd.get(GVRs.PersistentVolume, undefined, volumeName);
+  const knownVolumeName = d.recorded?.metadata?.name ?? d.previous?.volumeName;
+  const vmDiskCreated = vmDiskCreatedBy(d.previous?.handoff);
+  // Everything whose name is known before any read is read at once (a live pass — settling, verdicts —
+  // then costs one round trip to the API server instead of five); only a volume named by the transfer
+  // claim alone, and DataVolumes named only by its owners, wait for the claim.
+  const [transferClaim, knownVolume, namedDataVolume, outputs] = await Promise.all([
+    transferClaimGone ? undefined : rd.get(GVRs.PersistentVolumeClaim, ns, d.transferClaimName),
+    knownVolumeName ? rd.get(GVRs.PersistentVolume, undefined, knownVolumeName) : undefined,
+    transferDataVolumesGone ? undefined : rd.get(GVRs.DataVolume, ns, d.transferClaimName),
+    observeOutputs(rd, ns, d, { taskUid: input.task.metadata.uid!, vmId: input.spec.id }, { vmDisk: vmDiskCreated }),
+  ]);
+  const volumeName = knownVolumeName ?? ((transferClaim?.spec as { volumeName?: string } | undefined)?.volumeName || undefined);
+  const volume = knownVolumeName ? knownVolume : await rd.get(GVRs.PersistentVolume, undefined, volumeName);
 
   // DataVolumes that own the transfer claim, or are named as it and belong to this source VM.
   const dvNames = new Set<string>((transferClaim?.metadata?.ownerReferences ?? []).filter((r) => r.kind === 'DataVolume').map((r) => r.name));
   if (d.transferClaimName) dvNames.add(d.transferClaimName);
   const ownerUids = new Set((transferClaim?.metadata?.ownerReferences ?? []).map((r) => r.uid));
-  const transferDataVolumes: KubeObject[] = [];
-  for (const name of transferDataVolumesGone ? [] : dvNames) {
-    const dv = await rd.get(GVRs.DataVolume, ns, name);
-    if (dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id)) transferDataVolumes.push(dv);
-  }
-
-  const vmDiskCreated = vmDiskCreatedBy(d.previous?.handoff);
-  const outputs = await observeOutputs(rd, ns, d, { taskUid: input.task.metadata.uid!, vmId: input.spec.id }, { vmDisk: vmDiskCreated });
+  const names = transferDataVolumesGone ? [] : [...dvNames];
+  const dvs = await Promise.all(names.map((name) => (name === d.transferClaimName ? namedDataVolume : rd.get(GVRs.DataVolume, ns, name))));
+  const transferDataVolumes = dvs.filter(
+    (dv): dv is KubeObject => !!dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id),
+  );
   return {
     vmDiskCreated,
     index: d.index,
@@ -360,12 +374,31 @@ function evidence(d: DiskPlan, o: DiskObservation | undefined, checkpoint: strin
   return out;
 }
 
+/** A StorageClass read started ahead of the step that needs it. */
+interface StorageClassRead {
+  name: string | undefined;
+  object: Promise<KubeObject | undefined>;
+}
+
+function readStorageClass(ctx: ReconcileContext, name: string | undefined): StorageClassRead {
+  const object = name ? ctx.client.get<KubeObject>(GVRs.StorageClass, undefined, name) : Promise.resolve(undefined);
+  // Awaited only if the step is still settling after the live observation.
+  object.catch(() => undefined);
+  return { name, object };
+}
+
+/** The class whose policy a settled volume takes: its own, or the task's resolved class when it names none. */
+function settleClassName(o: DiskObservation, taskClassName: string): string | undefined {
+  return (o.volume?.spec as { storageClassName?: string } | undefined)?.storageClassName || taskClassName || undefined;
+}
+
 /** Creates an output; AlreadyExists is fine (the next observation decides), a refusal is terminal. */
 async function createOutput(ctx: ReconcileContext, gvr: GVR, obj: KubeObject): Promise<{ refused?: string }> {
   const ex = handoffExpectations;
   try {
     const created = await ctx.client.create(gvr, obj);
-    ex.wrote(gvr, created);
+    // Made on no object: until the cache holds it, the created object answers (no read behind our create).
+    ex.wrote(gvr, created, { over: null });
     if (gvr === GVRs.VMDisk) knownVMDisks.set(vmDiskKey(created.metadata?.namespace ?? '', created.metadata?.name ?? ''), created);
     return {};
   } catch (e) {
@@ -385,7 +418,14 @@ async function createOutput(ctx: ReconcileContext, gvr: GVR, obj: KubeObject): P
  * must not be recorded. (A create answered Conflict, not AlreadyExists, created nothing: recording
  * create-vmdisk for it would make the next pass read the missing VMDisk as deleted by someone, OutputDeleted.)
  */
-async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o: DiskObservation, step: StepName, taskClassName: string): Promise<{ refused?: string; conflicted?: boolean }> {
+async function executeDiskStep(
+  ctx: ReconcileContext,
+  markers: OutputMarkers,
+  o: DiskObservation,
+  step: StepName,
+  taskClassName: string,
+  classRead?: StorageClassRead,
+): Promise<{ refused?: string; conflicted?: boolean }> {
   const ns = o.namespace;
   const c = ctx.client;
   const ex = handoffExpectations;
@@ -429,7 +469,7 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
         const written = await c.patch<KubeObject>(GVRs.PersistentVolumeClaim, ns, tc.metadata!.name!, {
           metadata: { resourceVersion: tc.metadata?.resourceVersion, ownerReferences: (tc.metadata?.ownerReferences ?? []).filter((r) => !drop.has(r.uid)) },
         });
-        ex.wrote(GVRs.PersistentVolumeClaim, written);
+        ex.wrote(GVRs.PersistentVolumeClaim, written, { over: tc.metadata?.resourceVersion });
         return {};
       }
       case Step.CreateClaim: {
@@ -462,7 +502,7 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
             },
           },
         });
-        ex.wrote(GVRs.PersistentVolume, written);
+        ex.wrote(GVRs.PersistentVolume, written, { over: pv.metadata?.resourceVersion });
         return {};
       }
       case Step.RequestBind: {
@@ -483,14 +523,15 @@ async function executeDiskStep(ctx: ReconcileContext, markers: OutputMarkers, o:
       }
       case Step.SettleVolume: {
         // The volume's own class decides its reclaim policy; the task's resolved class when the PV names
-        // none. Read live, once per disk: it is needed here only.
-        const className = pvSpec.storageClassName || taskClassName;
-        const storageClass = className ? await c.get<KubeObject>(GVRs.StorageClass, undefined, className) : undefined;
+        // none. Read live, once per disk: it is needed here only (read beside the settle's live
+        // observation when that named the same class).
+        const className = settleClassName(o, taskClassName);
+        const storageClass = await (classRead && classRead.name === className ? classRead : readStorageClass(ctx, className)).object;
         const written = await c.patch<KubeObject>(GVRs.PersistentVolume, undefined, pvName, {
           metadata: { resourceVersion: pv.metadata?.resourceVersion, annotations: { [ANNOTATION_HANDOFF]: HANDOFF_SETTLED } },
           spec: { persistentVolumeReclaimPolicy: desiredReclaimPolicy(storageClass) },
         });
-        ex.wrote(GVRs.PersistentVolume, written);
+        ex.wrote(GVRs.PersistentVolume, written, { over: pv.metadata?.resourceVersion });
         knownVMDisks.delete(vmDiskKey(ns, o.vmDisk));
         return {};
       }
@@ -532,6 +573,10 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   // reader (never behind our own writes). None there — before the first step, or a cache not yet synced —
   // is confirmed by the API server before anything is decided on it.
   const pvLabels = { [LABEL_TASK_UID]: markers.taskUid, [LABEL_VM_ID]: markers.vmId };
+  // A live pass reads the VMInstance beside the volumes (it observes everything; see below).
+  const liveVMInstance = rd.live ? rd.own(GVRs.VMInstance, ns, input.vmName) : undefined;
+  // Awaited only further on; a pass that returns or throws before must not leave a rejection unobserved.
+  liveVMInstance?.catch(() => undefined);
   const pvCache = rd.live ? undefined : ctx.cache(GVRs.PersistentVolume);
   let recordedPVs: KubeObject[] = [];
   const cachedPVs = pvCache?.list(undefined, pvLabels) ?? [];
@@ -539,10 +584,8 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   // outputs only while it knows the task runs: task/retention.ts) — the API server answers instead.
   const begun = (input.status.disks ?? []).filter((d) => d.handoff).length;
   if (cachedPVs.length && cachedPVs.length >= begun) {
-    for (const pv of cachedPVs) {
-      const cur = await rd.get(GVRs.PersistentVolume, undefined, pv.metadata?.name);
-      if (cur && markedDiskIndex(cur) !== undefined && cur.metadata?.labels?.[LABEL_TASK_UID] === markers.taskUid) recordedPVs.push(cur);
-    }
+    const current = await Promise.all(cachedPVs.map((pv) => rd.get(GVRs.PersistentVolume, undefined, pv.metadata?.name)));
+    for (const cur of current) if (cur && markedDiskIndex(cur) !== undefined && cur.metadata?.labels?.[LABEL_TASK_UID] === markers.taskUid) recordedPVs.push(cur);
   } else {
     rd.counters.live++;
     recordedPVs = (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: `${LABEL_TASK_UID}=${markers.taskUid},${LABEL_VM_ID}=${markers.vmId}` })).items;
@@ -563,14 +606,24 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
 
   // Before the first write: the VMInstance name and every disk's output names must be free or ours.
   // (Someone else's VMInstance fails the VM before a single disk is touched.)
+  // Every name is read at once (one round trip, not one per object).
   if (recordedPVs.length === 0) {
-    const foreignVMI = foreignVMInstance({ vmInstanceName: input.vmName, vmInstance: await rd.get(GVRs.VMInstance, ns, input.vmName) }, m);
+    const [vmInstance, ...outputs] = await Promise.all([
+      liveVMInstance ?? rd.get(GVRs.VMInstance, ns, input.vmName),
+      ...disks.map((d) => observeOutputs(rd, ns, d, m, { vmDisk: true, foreignCheck: true })),
+    ]);
+    const foreignVMI = foreignVMInstance({ vmInstanceName: input.vmName, vmInstance }, m);
     if (foreignVMI) return failed(foreignVMI.reason, foreignVMI.message, plainEvidence());
-    for (const d of disks) {
-      const f = foreignOutput({ ...(await observeOutputs(rd, ns, d, m, { vmDisk: true, foreignCheck: true })), claimName: d.claimName, vmDisk: d.vmDisk }, m);
+    for (const [i, d] of disks.entries()) {
+      const f = foreignOutput({ ...outputs[i]!, claimName: d.claimName, vmDisk: d.vmDisk }, m);
       if (f) return failed(f.reason, f.message, plainEvidence());
     }
   }
+
+  // A live pass observes every disk in full and the VMInstance, so it reads them all at once; a cached
+  // pass reads disk by disk and stops at the first that is not done.
+  const liveObservations = rd.live ? Promise.all(disks.map((d) => observeDisk(rd, input, d))) : undefined;
+  const observed = liveObservations ? await liveObservations : undefined;
 
   const out: DiskStatus[] = [];
   for (let i = 0; i < disks.length; i++) {
@@ -585,12 +638,15 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
         continue;
       }
     }
-    let o = await observeDisk(rd, input, d);
+    let o = observed?.[i] ?? (await observeDisk(rd, input, d));
     let action = nextStep(o, m);
+    let settleClass: StorageClassRead | undefined;
     if (action.type === 'step' && action.step === Step.SettleVolume && !rd.live) {
       // Settling ends the volume's protection: every condition it rests on (the VMDisk exists, claim and
       // volume bound to each other, the transferred claim gone, the DataVolume adopted) is re-read from
-      // the API server, never believed from a cache or from what this process created earlier.
+      // the API server, never believed from a cache or from what this process created earlier. The
+      // class the policy comes from is read beside it (it decides nothing about whether to settle).
+      settleClass = readStorageClass(ctx, settleClassName(o, input.className));
       o = await observeDisk(reader(ctx, true), input, d);
       action = nextStep(o, m);
     }
@@ -608,7 +664,7 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
       return { state: 'progress', disks: [...out, evidence(d, o, undefined), ...rest], message: action.message, requeueAfterMs: WAIT_REQUEUE_MS };
     }
     log.info({ disk: d.index, step: action.step, volume: o.volume?.metadata?.name, reads: rd.counters }, 'handoff step');
-    const r = await executeDiskStep(ctx, markers, o, action.step, input.className);
+    const r = await executeDiskStep(ctx, markers, o, action.step, input.className, settleClass);
     if (r.refused) return failed(TaskReason.OutputRejected, r.refused, [...out, evidence(d, o, undefined), ...rest]);
     if (r.conflicted) {
       // Not taken: the checkpoint stays where it was, and the disk is observed again from the server.
@@ -627,9 +683,13 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
   }
 
   // Every disk settled: the VMInstance, then the scaffolding VM goes.
-  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await rd.own(GVRs.VMInstance, ns, input.vmName), scaffoldingVM: input.forkliftVM };
-  // Once the VMInstance exists: its disks' releases too (read afresh: nothing watches the aggregated API).
-  if (vmObs.vmInstance) vmObs.vmDisks = await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.own(GVRs.VMDisk, ns, d.vmDisk) })));
+  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await (liveVMInstance ?? rd.own(GVRs.VMInstance, ns, input.vmName)), scaffoldingVM: input.forkliftVM };
+  // Once the VMInstance exists: its disks' releases too. A live pass has just read every VMDisk, live, in
+  // this same observation; a cached pass reads them through the reader.
+  if (vmObs.vmInstance)
+    vmObs.vmDisks = observed
+      ? disks.map((d, i) => ({ name: d.vmDisk, object: observed[i]!.vmDiskObject }))
+      : await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.own(GVRs.VMDisk, ns, d.vmDisk) })));
   const va = nextVMStep(vmObs, m);
   if (va.type === 'fail') return failed(va.reason, va.message, out);
   if (va.type === 'wait') {

@@ -46,7 +46,8 @@ export function defaultCIDRSource(ctx: ReconcileContext, serviceCIDR: string | u
 export async function createIfAbsent(ctx: ReconcileContext, mem: TaskMemory, gvr: GVR, obj: KubeObject): Promise<KubeObject> {
   try {
     const created = await ctx.client.create(gvr, obj);
-    mem.forkliftWrites.wrote(gvr, created);
+    // Made on no object: until the cache holds it, the created object answers the next pass.
+    mem.forkliftWrites.wrote(gvr, created, { over: null });
     return created;
   } catch (e) {
     if (isAlreadyExists(e)) {

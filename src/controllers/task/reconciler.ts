@@ -138,7 +138,9 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
       }
       mem.sourceOf(key, task.spec.sourceRef.name);
       if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {
-        mem.ownWrites.wrote(GVRs.VMImportTask, await ctx.client.patch<KubeObject>(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } }));
+        mem.ownWrites.wrote(GVRs.VMImportTask, await ctx.client.patch<KubeObject>(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } }), {
+          over: task.metadata.resourceVersion,
+        });
         return { requeueAfterMs: 0 };
       }
       return await drive(ctx, fx, task);

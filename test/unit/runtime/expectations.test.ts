@@ -183,3 +183,24 @@ test('a write made on a known version answers for itself while the cache still s
   assert.equal((await ex2.get(other.ctx, gvr, 'n', 'c'))?.metadata?.resourceVersion, '7');
   assert.equal(other.w.liveReads, 1);
 });
+
+test('a create answers for itself while the cache lacks the object, and the cache is believed once it holds any version', async () => {
+  const { w, ctx } = world({ selector: 'task=t' });
+  const ex = new Expectations();
+  w.server = obj('7', 'u1', { labels: { created: 'yes' } });
+  ex.wrote(gvr, obj('7', 'u1', { labels: { created: 'yes' } }), { over: null });
+  const got = await ex.get(ctx, gvr, 'n', 'c');
+  assert.equal(got?.metadata?.labels?.created, 'yes', 'the cache has not seen our create: the created object answers');
+  assert.equal(w.liveReads, 0, 'no read behind our own create');
+  // The cache now holds another version than ours (someone wrote after our create, and a re-list skipped
+  // ours): it is read past, live.
+  w.cached = obj('8');
+  w.server = obj('9');
+  assert.equal((await ex.get(ctx, gvr, 'n', 'c'))?.metadata?.resourceVersion, '9');
+  assert.equal(w.liveReads, 1);
+  // The cache holds our version: the expectation closes and the cache answers from then on.
+  w.cached = obj('7');
+  assert.equal((await ex.get(ctx, gvr, 'n', 'c'))?.metadata?.resourceVersion, '7');
+  assert.equal(ex.size(), 0);
+  assert.equal(w.liveReads, 1);
+});
