@@ -29,6 +29,15 @@ import { DEFAULT_PLATFORM, deniedOn, validateTask, type InventoryReader, type Ta
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 /** Answer before the API server's own 5 s timeout turns our silence into a bare "context deadline exceeded". */
 export const HANDLER_DEADLINE_MS = 4000;
+/**
+ * How long the server waits, before it listens, for its reviewer to load the key ring and the Service
+ * CIDR (Reviewer.warm). Loaded by the first source review instead, they cost it up to three round trips
+ * to the API server (the key ring's Secret read, created, read again when another replica created it
+ * first) plus the CIDR probe; on a loaded control plane that review ran past the API server's 5 s
+ * timeout and the tenant's first source was refused with "context deadline exceeded". Bounded, so an
+ * API server that cannot answer now delays the webhook by this much and no more.
+ */
+export const WEBHOOK_WARMUP_MS = 10_000;
 
 export interface WebhookServerOptions {
   port: number;
@@ -81,6 +90,12 @@ const MAX_SCHEMA_PROBLEMS = 10;
 
 export interface Reviewer {
   review(path: string, body: unknown): Promise<AdmissionReview>;
+  /**
+   * Loads what the first reviews would otherwise load on their own time: the credentials key ring (read,
+   * or created on a new platform) and the Service CIDR of the probe namespace. Never fails: what cannot
+   * be loaded now is loaded by the review that needs it.
+   */
+  warm(): Promise<void>;
 }
 
 /** The review logic without the transport (used by the server and directly by unit tests). */
@@ -156,6 +171,9 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
   }
 
   return {
+    async warm(): Promise<void> {
+      await Promise.allSettled([o.keyring.get(), o.probeNamespace ? cidr.resolve(o.probeNamespace) : undefined]);
+    },
     async review(path: string, body: unknown): Promise<AdmissionReview> {
       const parsed = parseReview(body);
       if (!parsed.ok) return buildResponse(parsed.apiVersion, parsed.uid, verdict([parsed.error], []));
@@ -205,6 +223,9 @@ function send(res: ServerResponse, status: number, body: unknown, contentType = 
 export async function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
   await opts.certs.start();
   const reviewer = createReviewer(opts);
+  let warmTimer: NodeJS.Timeout | undefined;
+  await Promise.race([reviewer.warm(), new Promise<void>((resolve) => (warmTimer = setTimeout(resolve, WEBHOOK_WARMUP_MS)))]);
+  clearTimeout(warmTimer);
   const reviewPaths = new Set<string>(Object.values(PATHS));
   const initial = opts.certs.current();
   const server = https.createServer({ cert: initial.cert, key: initial.key, minVersion: 'TLSv1.2' }, (req, res) => {
