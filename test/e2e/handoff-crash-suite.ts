@@ -1,7 +1,7 @@
 // The crash-safety proof of the copy-free handoff, with the real controller process (src/main.ts),
 // parameterised by the path: a raw copy (handoff-crash-early/late.test.ts, the kill points split over two
 // files, each on its own control plane, since every point takes two controller processes and a whole
-// import) and guest conversion (handoff-crash-converted.test.ts: the volumes virt-v2v filled in Forklift's
+// import) and guest conversion (handoff-crash-converted-early/late.test.ts, split the same way: the volumes virt-v2v filled in Forklift's
 // conversion pod).
 // For every step boundary the handoff declares (HANDOFF_STEPS, so a new step cannot escape this test),
 // and in the middle of the multi-disk loop, the controller is started with MC_KILL_AFTER_STEP and
