@@ -4,6 +4,7 @@
 // from the scheduled send time. One keep-alive agent per webhook port, kept across runs.
 import https from 'node:https';
 import { parentPort } from 'node:worker_threads';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 export interface LoadRun {
   type: 'run';
@@ -24,6 +25,8 @@ export interface LoadResult {
   errors: number;
   errorReasons: Record<string, number>;
   elapsedSeconds: number;
+  /** The longest this (client) thread's event loop was held up during the run, ms: a stall here delays sends and reads, and counts as latency. */
+  clientMaxStallMs: number;
 }
 
 const agents = new Map<number, https.Agent>();
@@ -65,6 +68,8 @@ async function run(m: LoadRun): Promise<LoadResult> {
   const timed: Array<[number, number]> = [];
   let errors = 0;
   const inflight: Promise<void>[] = [];
+  const stalls = monitorEventLoopDelay({ resolution: 5 });
+  stalls.enable();
   const t0 = performance.now();
   for (let i = 0; i < total; i++) {
     const due = t0 + (i * 1000) / m.rate;
@@ -83,11 +88,12 @@ async function run(m: LoadRun): Promise<LoadResult> {
     );
   }
   await Promise.all(inflight);
+  stalls.disable();
   const slowestAtMs = timed
     .sort((a, b) => b[1] - a[1])
     .slice(0, Math.ceil(timed.length / 100))
     .map(([at]) => Math.round(at));
-  return { latenciesMs: lat, latenciesByKind: byKind, slowestAtMs, errors, errorReasons, elapsedSeconds: (performance.now() - t0) / 1000 };
+  return { latenciesMs: lat, latenciesByKind: byKind, slowestAtMs, errors, errorReasons, elapsedSeconds: (performance.now() - t0) / 1000, clientMaxStallMs: Math.round(stalls.max / 1e4) / 100 };
 }
 
 parentPort?.on('message', (m: LoadRun | { type: 'stop' }) => {

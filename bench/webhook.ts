@@ -8,24 +8,24 @@
 //   BENCH_RATES=50,200,400 BENCH_SECONDS=20 node bench/webhook.ts
 //   node bench/webhook.ts --quick              # writes webhook.quick.json (never replaces the figures)
 //
-// With --baseline, the webhook code of that ref (its src/, extracted with `git archive` into .testenv/)
-// runs as a second server in the same process, against the same API server and the same inventory; at
+// Each webhook runs in its own worker thread (bench/webhook-target.ts), the client in a third
+// (bench/webhook-load.ts). With --baseline, the webhook code of that ref (its src/, extracted with
+// `git archive` into .testenv/) runs as a second server in the same process, against the same API server and the same inventory; at
 // each rate the two are measured one after the other, alternating which goes first, and the ratios
 // baseline / current are reported.
 import { Worker } from 'node:worker_threads';
 import os from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { testEnv, adminKubeConfig, freshNamespace, installOurCRDs, stopTestEnv } from '../test/e2e/env/index.ts';
 import { KubeClient, type KubeObject } from '../src/runtime/kube.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
 import { PATHS } from '../src/webhook/config.ts';
 import { generateCA } from '../src/webhook/certs.ts';
-import { startTestWebhook } from '../src/webhook/testkit.ts';
-import type { InventoryReader } from '../src/webhook/validate-task.ts';
 import { RESULTS_DIR, parseFlags, revOf, sourceOfRef } from './lib.ts';
 import type { LoadResult, LoadRun } from './webhook-load.ts';
+import type { TargetCounts, TargetData, TargetReady } from './webhook-target.ts';
 
 const flags = parseFlags(process.argv.slice(2));
 const baselineRef = flags.get('baseline');
@@ -38,6 +38,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 // other), the connection set-up of a rate jump rather than the webhook's steady state. An API server
 // keeps its connections to a webhook alive the same way.
 const WARMUP_SECONDS = 2;
+// Distinct reviews per run (uids, the four tenants, the 50 VM ids, the kinds' mix all cycle within it).
+const BODIES = 400;
 
 const env = await testEnv();
 await installOurCRDs();
@@ -51,61 +53,50 @@ await client.create(GVRs.VMImportSource, {
 } as KubeObject);
 await client.patch(GVRs.VMImportSource, ns, 'vc', { status: { provider: { uid: 'p-bench' }, conditions: [{ type: 'Ready', status: 'True', reason: 'Connected', message: 'connected', lastTransitionTime: new Date().toISOString() }] } }, 'merge', { subresource: 'status' });
 
-// The inventory answers at once (the figure is the webhook's own cost plus its cached cluster reads),
-// and counts the calls each webhook makes.
-function countingInventory(): { inventory: InventoryReader; calls: { n: number } } {
-  const calls = { n: 0 };
-  return {
-    calls,
-    inventory: {
-      async getVM(_p, id) {
-        calls.n++;
-        return { name: `vm-${id}`, host: 'host-1', disks: [{ capacity: 2 ** 35 }, { capacity: 2 ** 34 }] };
-      },
-      async listHosts() {
-        calls.n++;
-        return [{ id: 'host-1', name: '192.168.1.10' }];
-      },
-    },
-  };
-}
-
 interface Target {
   name: 'current' | 'baseline';
   port: number;
   caPEM: string;
-  calls: { n: number };
-  /** Requests the webhook made to the API server (its own client, counted). */
-  apiRequests: { n: number };
+  /** The webhook's thread: its inventory calls, API requests and CPU time so far. */
+  counts(): Promise<TargetCounts>;
   stop(): Promise<void>;
 }
 
-async function target(name: Target['name'], start: typeof startTestWebhook): Promise<Target> {
-  const { inventory, calls } = countingInventory();
-  const apiRequests = { n: 0 };
-  const own = new KubeClient(await adminKubeConfig(), { observe: () => apiRequests.n++ });
-  const wh = await start({ client: own, inventory, install: false });
+/** A webhook in its own worker thread (bench/webhook-target.ts), started from the source tree at `root`. */
+async function target(name: Target['name'], root: string): Promise<Target> {
+  const w = new Worker(new URL('./webhook-target.ts', import.meta.url), { workerData: { root, kubeconfigPath: env.admin.kubeconfigPath } satisfies TargetData });
+  const next = <T>(type: string): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const onMessage = (m: { type: string }) => {
+        if (m.type !== type) return;
+        w.off('message', onMessage);
+        w.off('error', reject);
+        resolve(m as T);
+      };
+      w.on('message', onMessage);
+      w.once('error', reject);
+    });
+  const ready = await next<TargetReady>('ready');
   return {
     name,
-    apiRequests,
-    port: wh.server.port,
-    caPEM: wh.caPEM,
-    calls,
+    port: ready.port,
+    caPEM: ready.caPEM,
+    counts() {
+      const got = next<TargetCounts>('counts');
+      w.postMessage({ type: 'counts' });
+      return got;
+    },
     async stop() {
-      await wh.stop();
-      own.close();
+      const stopped = next('stopped');
+      w.postMessage({ type: 'stop' });
+      await stopped;
+      await w.terminate();
     },
   };
 }
 
-/** The webhook of git ref `ref` (its src/ extracted under .testenv/). */
-async function baselineStarter(ref: string): Promise<typeof startTestWebhook> {
-  const mod = (await import(pathToFileURL(join(sourceOfRef(ref), 'src/webhook/testkit.ts')).href)) as { startTestWebhook: typeof startTestWebhook };
-  return mod.startTestWebhook;
-}
-
-const targets: Target[] = [await target('current', startTestWebhook)];
-if (baselineRef) targets.push(await target('baseline', await baselineStarter(baselineRef)));
+const targets: Target[] = [await target('current', join(dirname(fileURLToPath(import.meta.url)), '..'))];
+if (baselineRef) targets.push(await target('baseline', sourceOfRef(baselineRef)));
 const ca = generateCA({ commonName: 'bench', validityMs: 86_400_000 });
 
 let seq = 0;
@@ -159,6 +150,12 @@ interface RunFigures {
   byKind: Record<string, { n: number; p50Ms: number; p99Ms: number; maxMs: number }>;
   /** The slowest 1 % of reviews by the second of the run they were due in (how many in each second). */
   slowestBySecond: number[];
+  /**
+   * The longest stall of each thread's event loop during the run (perf_hooks.monitorEventLoopDelay, 5 ms
+   * resolution): a stall of the webhook's thread holds every review in it; the client's delays the sends
+   * and reads and is measured as latency too. Tells which side a tail comes from.
+   */
+  maxStallMs: { webhook: number; client: number };
 }
 
 // The client runs in a worker thread (bench/webhook-load.ts): in the webhook's own thread, at 1,000 req/s
@@ -167,18 +164,19 @@ const loader = new Worker(new URL('./webhook-load.ts', import.meta.url));
 loader.unref();
 
 async function run(t: Target, rate: number, seconds: number): Promise<RunFigures> {
-  const callsBefore = t.calls.n;
-  const apiBefore = t.apiRequests.n;
+  const before = await t.counts();
   const total = Math.round(rate * seconds);
-  const msg: LoadRun = { type: 'run', port: t.port, caPEM: t.caPEM, rate, seconds, bodies: Array.from({ length: total }, body) };
-  const cpu0 = process.threadCpuUsage();
+  // The client cycles through at most BODIES distinct reviews: sending it one per request (10,000 at
+  // 1,000 req/s, ~8 MB to clone into its thread) made it collect that garbage in the run's first second,
+  // a 40 ms stall of the client measured as the webhook's p99.
+  const msg: LoadRun = { type: 'run', port: t.port, caPEM: t.caPEM, rate, seconds, bodies: Array.from({ length: Math.min(total, BODIES) }, body) };
   const r = await new Promise<LoadResult>((resolve, reject) => {
     loader.once('message', resolve);
     loader.once('error', reject);
     loader.postMessage(msg);
   });
   loader.removeAllListeners('error');
-  const cpu = process.threadCpuUsage(cpu0);
+  const after = await t.counts();
   const lat = r.latenciesMs.sort((a, b) => a - b);
   const r2 = (x: number) => Math.round(x * 100) / 100;
   const byKind = Object.fromEntries(
@@ -187,14 +185,14 @@ async function run(t: Target, rate: number, seconds: number): Promise<RunFigures
       return [k, { n: s.length, p50Ms: r2(pct(s, 50)), p99Ms: r2(pct(s, 99)), maxMs: r2(s[s.length - 1] ?? NaN) }];
     }),
   );
-  return { rate, seconds, sent: total, ok: lat.length, errors: r.errors, errorReasons: r.errorReasons, p50Ms: r2(pct(lat, 50)), p99Ms: r2(pct(lat, 99)), maxMs: r2(lat[lat.length - 1] ?? NaN), achievedRate: r2(total / r.elapsedSeconds), inventoryCallsPerReview: r2((t.calls.n - callsBefore) / total), cpuMsPerReview: Math.round(((cpu.user + cpu.system) / 1000 / total) * 1000) / 1000, apiRequestsPerReview: Math.round(((t.apiRequests.n - apiBefore) / total) * 1000) / 1000, byKind, slowestBySecond: Array.from({ length: Math.ceil(seconds) }, (_, i) => r.slowestAtMs.filter((at) => Math.floor(at / 1000) === i).length) };
+  return { rate, seconds, sent: total, ok: lat.length, errors: r.errors, errorReasons: r.errorReasons, p50Ms: r2(pct(lat, 50)), p99Ms: r2(pct(lat, 99)), maxMs: r2(lat[lat.length - 1] ?? NaN), achievedRate: r2(total / r.elapsedSeconds), inventoryCallsPerReview: r2((after.inventoryCalls - before.inventoryCalls) / total), cpuMsPerReview: Math.round(((after.cpuMicros - before.cpuMicros) / 1000 / total) * 1000) / 1000, apiRequestsPerReview: Math.round(((after.apiRequests - before.apiRequests) / total) * 1000) / 1000, byKind, slowestBySecond: Array.from({ length: Math.ceil(seconds) }, (_, i) => r.slowestAtMs.filter((at) => Math.floor(at / 1000) === i).length), maxStallMs: { webhook: after.maxStallMs, client: r.clientMaxStallMs } };
 }
 
 const loadBefore = Math.round(os.loadavg()[0]! * 100) / 100;
 for (const t of targets) await run(t, 100, WARMUP_SECONDS);
 const results: Array<{ rate: number; current: RunFigures; baseline?: RunFigures; ratio?: { p50: number; p99: number; max: number; cpuPerReview: number } }> = [];
 const show = (name: string, r: RunFigures): string =>
-  `webhook ${name} @ ${r.rate} req/s (load average ${os.loadavg()[0]!.toFixed(2)} on ${os.cpus().length} CPUs) for ${r.seconds} s: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms (${r.ok}/${r.sent} ok, ${r.errors} errors, achieved ${r.achievedRate} req/s, ${r.inventoryCallsPerReview} inventory calls per review, ${r.cpuMsPerReview} CPU ms and ${r.apiRequestsPerReview} API requests per review; p99 by kind: ${Object.entries(r.byKind).map(([k, x]) => `${k} ${x.p99Ms} ms`).join(', ')}; slowest 1 % by second: ${r.slowestBySecond.join(' ')})${r.errors ? ` errors: ${JSON.stringify(r.errorReasons)}` : ''}`;
+  `webhook ${name} @ ${r.rate} req/s (load average ${os.loadavg()[0]!.toFixed(2)} on ${os.cpus().length} CPUs) for ${r.seconds} s: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms (${r.ok}/${r.sent} ok, ${r.errors} errors, achieved ${r.achievedRate} req/s, ${r.inventoryCallsPerReview} inventory calls per review, ${r.cpuMsPerReview} CPU ms and ${r.apiRequestsPerReview} API requests per review; p99 by kind: ${Object.entries(r.byKind).map(([k, x]) => `${k} ${x.p99Ms} ms`).join(', ')}; slowest 1 % by second: ${r.slowestBySecond.join(' ')}; longest stall: webhook ${r.maxStallMs.webhook} ms, client ${r.maxStallMs.client} ms)${r.errors ? ` errors: ${JSON.stringify(r.errorReasons)}` : ''}`;
 for (const [i, rate] of RATES.entries()) {
   // Alternate which webhook goes first, so neither always meets the machine's load first.
   const order = i % 2 ? [...targets].reverse() : targets;
