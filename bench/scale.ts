@@ -107,6 +107,13 @@ export interface MemoryBreakdown {
   heapUsedMiB: number;
   externalMiB: number;
   anonOutsideHeapMiB: number;
+  /** Of the memory outside the heap: what V8 itself allocated with malloc (v8.getHeapStatistics().malloced_memory). */
+  v8MallocedMiB: number;
+  /**
+   * What is left of `anonOutsideHeapMiB` once V8's malloc'd memory and the external (Buffer) memory are
+   * taken out: OpenSSL, the HTTP parser, libuv, thread stacks and malloc's slack (freed memory it keeps).
+   */
+  nativeRestMiB: number;
   heapSpacesMiB: Record<string, { used: number; committed: number }>;
 }
 
@@ -132,6 +139,10 @@ export function memoryBreakdown(proc: { rss: number; anon: number; file: number 
     heapUsedMiB: mib(metricSum(metrics, 'migration_controller_nodejs_heap_size_used_bytes')),
     externalMiB: mib(metricSum(metrics, 'migration_controller_nodejs_external_memory_bytes')),
     anonOutsideHeapMiB: mib(proc.anon - total),
+    v8MallocedMiB: mib(metricBy(metrics, 'migration_controller_nodejs_malloced_memory_bytes', ['kind']).current ?? 0),
+    nativeRestMiB: mib(
+      proc.anon - total - metricSum(metrics, 'migration_controller_nodejs_external_memory_bytes') - (metricBy(metrics, 'migration_controller_nodejs_malloced_memory_bytes', ['kind']).current ?? 0),
+    ),
     heapSpacesMiB: Object.fromEntries(Object.keys(committed).map((k) => [k, { used: mib(used[k] ?? 0), committed: mib(committed[k]!) }])),
   };
 }
@@ -339,7 +350,7 @@ export function printScale(rows: ScaleFigures[]): void {
     console.log(`        simulator tick ${r.simTickMs} ms; load average ${r.loadAverage1m?.before} → ${r.loadAverage1m?.after}; caches at their peak: ${Object.entries(r.cacheObjectsAtPeak ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     console.log(`        other CPU s over the same time: ${Object.entries(r.otherCpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     const m = r.memoryAtPeakRss;
-    if (m) console.log(`        at peak RSS ${m.rssMiB} MiB: anonymous ${m.rssAnonMiB} (V8 heap committed ${m.heapTotalMiB}, in use ${m.heapUsedMiB}; outside the heap ${m.anonOutsideHeapMiB}), file-backed ${m.rssFileMiB}; external ${m.externalMiB}`);
+    if (m) console.log(`        at peak RSS ${m.rssMiB} MiB: anonymous ${m.rssAnonMiB} (V8 heap committed ${m.heapTotalMiB}, in use ${m.heapUsedMiB}; outside the heap ${m.anonOutsideHeapMiB}: external ${m.externalMiB}, V8's malloc ${m.v8MallocedMiB}, the rest ${m.nativeRestMiB}), file-backed ${m.rssFileMiB}`);
     if (!r.completed) console.log(`        INCOMPLETE: ${r.endedTasks}/${r.tasks} tasks ended when the benchmark gave up`);
     console.log(`        wake-ups: ${Object.entries(r.wakeupsByCause ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     console.log(`        timed looks that came due ${r.timedLooks}; timer wake-ups ${r.timerWakeups ?? `not counted (one per timed look: ${r.timedLooks})`}`);
