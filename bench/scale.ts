@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { memoryCgroup } from './cgroup.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
 import type { Informer } from '../src/runtime/informer.ts';
+import type { VMImportTask } from '../src/api/types.ts';
 import { diffCounts, isMain, log, metricBy, procStats, metricSum, mib, namespaceNames, numList, outcome, parseFlags, pool, revOf, round, spawnController, startEnv, taskObject, until, watchKind, writeResult, type BenchEnv } from './lib.ts';
 
 export interface ScaleOptions {
@@ -46,6 +47,11 @@ export interface ScaleFigures {
   wallSecondsToAllReady: number;
   completed: boolean;
   endedTasks: number;
+  /**
+   * When `completed` is false: each task that had not ended, as the API server held it when the benchmark
+   * gave up (phase, Ready condition, each VM's phase and reason), so a stuck task can be told from a slow one.
+   */
+  unended?: Array<{ task: string; phase?: string; ready?: string; vms: string[] }>;
   failedTasks: number;
   cpuSeconds: number;
   /** Controller CPU milliseconds per task: flat when the cost grows linearly with the task count. */
@@ -202,6 +208,26 @@ function diff(a: Record<string, number>, b: Record<string, number>): Record<stri
   return out;
 }
 
+/** The tasks of these namespaces that had not ended, read live: where each one stood. */
+async function unendedTasks(env: BenchEnv, nss: string[], done: Map<string, unknown>): Promise<NonNullable<ScaleFigures['unended']>> {
+  const out: NonNullable<ScaleFigures['unended']> = [];
+  for (const ns of nss) {
+    for (const item of (await env.admin.listAll(GVRs.VMImportTask, ns)).items) {
+      const t = item as unknown as VMImportTask;
+      const key = `${ns}/${t.metadata.name}`;
+      if (done.has(key)) continue;
+      const ready = t.status?.conditions?.find((c) => c.type === 'Ready');
+      out.push({
+        task: key,
+        phase: t.status?.phase,
+        ready: ready ? `${ready.status} ${ready.reason ?? ''}: ${ready.message ?? ''}` : undefined,
+        vms: (t.status?.vms ?? []).map((v) => `${v.name} ${v.phase}${v.reason ? ` ${v.reason}` : ''}${v.message ? `: ${v.message}` : ''}${v.disks?.length ? ` disks ${JSON.stringify(v.disks)}` : ''}`),
+      });
+    }
+  }
+  return out;
+}
+
 /** Needs tasks × vmsPerTask 1-disk VMs in the environment. */
 export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleFigures> {
   const per = o.vmsPerTask ?? 2;
@@ -283,6 +309,8 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
       completed = false;
       log(`scale ${o.tasks}: gave up after ${Math.round((Date.now() - t0) / 1000)} s with ${done.size}/${o.tasks} ended`);
     });
+    const unended = completed ? undefined : await unendedTasks(env, nss, done).catch((e: Error) => [{ task: `could not list the tasks: ${e.message}`, vms: [] }]);
+    for (const u of unended ?? []) log(`scale ${o.tasks}: not ended: ${JSON.stringify(u)}`);
     const wall = (Date.now() - t0) / 1000;
     clearInterval(sampler);
     sampler = undefined;
@@ -310,6 +338,7 @@ export async function benchScale(env: BenchEnv, o: ScaleOptions): Promise<ScaleF
       wallSecondsToAllReady: round(wall, 1),
       completed,
       endedTasks: done.size,
+      ...(unended ? { unended } : {}),
       failedTasks: [...done.values()].filter((v) => v === 'failed').length,
       cpuSeconds: round(s.cpuSeconds - cpu0, 1),
       cpuMsPerTask: round(((s.cpuSeconds - cpu0) * 1000) / o.tasks, 1),
@@ -351,7 +380,7 @@ export function printScale(rows: ScaleFigures[]): void {
     console.log(`        other CPU s over the same time: ${Object.entries(r.otherCpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     const m = r.memoryAtPeakRss;
     if (m) console.log(`        at peak RSS ${m.rssMiB} MiB: anonymous ${m.rssAnonMiB} (V8 heap committed ${m.heapTotalMiB}, in use ${m.heapUsedMiB}; outside the heap ${m.anonOutsideHeapMiB}: external ${m.externalMiB}, V8's malloc ${m.v8MallocedMiB}, the rest ${m.nativeRestMiB}), file-backed ${m.rssFileMiB}`);
-    if (!r.completed) console.log(`        INCOMPLETE: ${r.endedTasks}/${r.tasks} tasks ended when the benchmark gave up`);
+    if (!r.completed) console.log(`        INCOMPLETE: ${r.endedTasks}/${r.tasks} tasks ended when the benchmark gave up${(r.unended ?? []).map((u) => `\n          ${JSON.stringify(u)}`).join('')}`);
     console.log(`        wake-ups: ${Object.entries(r.wakeupsByCause ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     console.log(`        timed looks that came due ${r.timedLooks}; timer wake-ups ${r.timerWakeups ?? `not counted (one per timed look: ${r.timedLooks})`}`);
     console.log(`        top requests: ${Object.entries(r.apiRequestsByVerbResource ?? {}).slice(0, 10).map(([k, v]) => `${k} ${v}`).join(', ')}`);
@@ -402,7 +431,7 @@ if (isMain(import.meta)) {
     try {
       const r = await benchScale(env, { tasks: n, namespaces, timeoutMs, simTickMs: tickMs, heapSnapshotDir: flags.get('heap-snapshot'), settle: !quick, memoryLimitMiB: flags.has('memory-limit') ? Number(flags.get('memory-limit')) : undefined });
       rows.push(r);
-      log(`scale ${n}: all ended in ${r.wallSecondsToAllReady} s, CPU ${r.cpuSeconds} s (${r.cpuMsPerTask} ms per task), peak RSS ${r.peakRssMiB} MiB, peak heap ${r.peakHeapUsedMiB} MiB, ${r.peakCacheObjects} cached objects at peak, max queue ${r.maxQueueDepth}, errors ${r.reconcileErrors}, failed ${r.failedTasks}`);
+      log(`scale ${n}: ${r.completed ? `all ended in ${r.wallSecondsToAllReady} s` : `${r.endedTasks}/${r.tasks} ended in ${r.wallSecondsToAllReady} s (gave up)`}, CPU ${r.cpuSeconds} s (${r.cpuMsPerTask} ms per task), peak RSS ${r.peakRssMiB} MiB, peak heap ${r.peakHeapUsedMiB} MiB, ${r.peakCacheObjects} cached objects at peak, max queue ${r.maxQueueDepth}, errors ${r.reconcileErrors}, failed ${r.failedTasks}`);
       // Written after every size: a long size interrupted later does not lose the ones already measured.
       writeResult(flags.get('name') ?? 'scale', { sizes, namespaces, vmsPerTask: 2, pvSyncPeriod, simTickMs: Object.fromEntries(sizes.map((n) => [n, simTickFor(n)])), quick, controller: process.env.BENCH_CONTROLLER_REF ? revOf(process.env.BENCH_CONTROLLER_REF) : 'working tree', complete: false }, { rows, growth: growth(rows) });
     } finally {
