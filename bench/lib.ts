@@ -88,7 +88,10 @@ export function machine(): Record<string, unknown> {
 export function writeResult(name: string, params: Record<string, unknown>, figures: Record<string, unknown>): string {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const path = join(RESULTS_DIR, `${name}${params.quick === true ? '.quick' : ''}.json`);
-  writeFileSync(path, JSON.stringify({ name, date: new Date().toISOString(), machine: machine(), params, figures }, null, 2) + '\n');
+  // What the controller ran with beyond the benchmark's flags, so a figure measured under an allocator
+  // knob or another ref is never read as the default's.
+  const controller = { ...(process.env.BENCH_CONTROLLER_REF ? { ref: process.env.BENCH_CONTROLLER_REF } : {}), ...(process.env.BENCH_CONTROLLER_NODE_ARGS ? { nodeArgs: process.env.BENCH_CONTROLLER_NODE_ARGS } : {}), ...(process.env.BENCH_CONTROLLER_ENV ? { env: process.env.BENCH_CONTROLLER_ENV } : {}) };
+  writeFileSync(path, JSON.stringify({ name, date: new Date().toISOString(), machine: machine(), params, ...(Object.keys(controller).length ? { controller } : {}), figures }, null, 2) + '\n');
   return path;
 }
 
@@ -507,7 +510,11 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
   const logPath = join(env.cp.info.logsDir, `controller-${++ctlSeq}.log`);
   const out = createWriteStream(logPath);
   const spawnedAt = Date.now();
-  const spawnOpts = { stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[], env: { ...process.env, KUBECONFIG: '' } };
+  // The controller's own environment on top of the benchmark's: BENCH_CONTROLLER_ENV='MALLOC_ARENA_MAX=2'
+  // (space-separated NAME=value pairs; for the allocator's knobs or a preloaded profiler, which must not
+  // reach the control plane's processes or the simulator).
+  const extraEnv = Object.fromEntries((process.env.BENCH_CONTROLLER_ENV ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const spawnOpts = { stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[], env: { ...process.env, KUBECONFIG: '', ...extraEnv } };
   // In a cgroup: a shell joins it and then becomes the controller (exec keeps its pid), so the process is
   // in the group from its first allocation.
   const child: ChildProcess = o.cgroupProcs
