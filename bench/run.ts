@@ -9,7 +9,8 @@
 // Flags: --quick, --only <names>, --repeats <n> (startup, requests, latency), --objects <n> (startup/idle),
 // --sizes <list> and --timeout-minutes <n> (scale), --pv-sync-period <d>, --poll-interval-ms <n> (latency),
 // --idle-seconds <n>, --tasks <n> and --wave <n> (soak), --baseline <git ref> (webhook, cache-index, requests, latency: that ref's code measured side by side; default for cache-index: main),
-// --parallel (start every chosen benchmark at once, the webhook's after them; each one's output is printed whole when it ends).
+// --parallel [N] (start the chosen benchmarks at once, at most N at a time, all when N is not given; the
+// webhook's after them; each one's output is printed whole when it ends).
 // --parallel is for smoke runs: benchmarks running side by side share the machine's cores, so their
 // figures are not comparable with a sequential run's.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -54,6 +55,8 @@ if (only && chosen.length !== only.length) {
 }
 
 const parallel = flags.has('parallel');
+// `--parallel` alone: every benchmark at once; `--parallel 3`: at most three at a time.
+const maxAtOnce = parallel && /^\d+$/.test(flags.get('parallel')!) ? Math.max(1, Number(flags.get('parallel'))) : Infinity;
 const failed: string[] = [];
 const running = new Set<ChildProcess>();
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
@@ -90,7 +93,11 @@ async function runBench(b: Bench): Promise<void> {
 // beside it on a loaded machine, 3 of its 100 quick reviews were reset.
 const alone = (b: Bench): boolean => b.name === 'webhook';
 if (parallel) {
-  await Promise.all(chosen.filter((b) => !alone(b)).map(runBench));
+  const queue = chosen.filter((b) => !alone(b));
+  const lane = async (): Promise<void> => {
+    for (let b = queue.shift(); b; b = queue.shift()) await runBench(b);
+  };
+  await Promise.all(Array.from({ length: Math.min(maxAtOnce, queue.length) }, lane));
   for (const b of chosen.filter(alone)) await runBench(b);
 } else for (const b of chosen) await runBench(b);
 if (failed.length) {
