@@ -7,6 +7,8 @@
 //   node bench/webhook.ts --baseline main      # the same, side by side with the webhook of git ref `main`
 //   BENCH_RATES=50,200,400 BENCH_SECONDS=20 node bench/webhook.ts
 //   node bench/webhook.ts --quick              # writes webhook.quick.json (never replaces the figures)
+//   node bench/webhook.ts --pin                # the webhook's thread alone on the last CPU, the rest on the
+//                                              # others (as a pod with a CPU of its own); webhook-pinned.json
 //
 // Each webhook runs in its own worker thread (bench/webhook-target.ts), the client in a third
 // (bench/webhook-load.ts). With --baseline, the webhook code of that ref (its src/, extracted with
@@ -15,7 +17,8 @@
 // baseline / current are reported.
 import { Worker } from 'node:worker_threads';
 import os from 'node:os';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { testEnv, adminKubeConfig, freshNamespace, installOurCRDs, stopTestEnv } from '../test/e2e/env/index.ts';
@@ -40,6 +43,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 // Distinct reviews per run (uids, the four tenants, the 50 VM ids, the kinds' mix all cycle within it).
 const BODIES = 400;
+const PIN = flags.has('pin');
 
 const env = await testEnv();
 await installOurCRDs();
@@ -64,7 +68,8 @@ interface Target {
 
 /** A webhook in its own worker thread (bench/webhook-target.ts), started from the source tree at `root`. */
 async function target(name: Target['name'], root: string): Promise<Target> {
-  const w = new Worker(new URL('./webhook-target.ts', import.meta.url), { workerData: { root, kubeconfigPath: env.admin.kubeconfigPath } satisfies TargetData });
+  // Named, so --pin finds its thread in /proc (Node names a worker's thread after it).
+  const w = new Worker(new URL('./webhook-target.ts', import.meta.url), { name: `webhook-${name}`, workerData: { root, kubeconfigPath: env.admin.kubeconfigPath } satisfies TargetData });
   const next = <T>(type: string): Promise<T> =>
     new Promise((resolve, reject) => {
       const onMessage = (m: { type: string }) => {
@@ -160,8 +165,60 @@ interface RunFigures {
 
 // The client runs in a worker thread (bench/webhook-load.ts): in the webhook's own thread, at 1,000 req/s
 // the client's TLS and JSON work took the event loop from the server and was measured as its latency.
-const loader = new Worker(new URL('./webhook-load.ts', import.meta.url));
+const loader = new Worker(new URL('./webhook-load.ts', import.meta.url), { name: 'bench-client' });
 loader.unref();
+
+/** Every process started below `pid` (the control plane's etcd, kube-apiserver, kube-controller-manager). */
+function descendants(pid: number): number[] {
+  const parent = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      // Field 4 of /proc/<pid>/stat, after the command in parentheses (which may hold spaces).
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      /* gone */
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number): void => {
+    for (const [c, pp] of parent) {
+      if (pp !== p) continue;
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+/**
+ * --pin: the webhooks' threads on the last CPU, every other thread of this process (the client's, the
+ * main one, V8's and libuv's) and the control plane on the others, with taskset (util-linux). What a pod
+ * with a CPU of its own sees: on a shared 2-core machine the webhook's thread otherwise waits for a core
+ * that kube-apiserver and etcd hold, and that wait is most of its tail.
+ */
+function pinThreads(): { webhookCpu: number; otherCpus: string; threads: Record<string, string> } {
+  const n = os.cpus().length;
+  if (n < 2) throw new Error('--pin needs at least 2 CPUs');
+  const webhookCpu = n - 1;
+  const otherCpus = n === 2 ? '0' : `0-${n - 2}`;
+  const threads: Record<string, string> = {};
+  for (const tid of readdirSync('/proc/self/task')) {
+    const comm = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
+    const cpus = comm.startsWith('webhook-') ? String(webhookCpu) : otherCpus;
+    execFileSync('taskset', ['-p', '-c', cpus, tid], { stdio: 'ignore' });
+    threads[`${comm} ${tid}`] = cpus;
+  }
+  for (const pid of descendants(process.pid)) {
+    execFileSync('taskset', ['-a', '-p', '-c', otherCpus, String(pid)], { stdio: 'ignore' });
+    threads[`${readFileSync(`/proc/${pid}/comm`, 'utf8').trim()} ${pid} (all threads)`] = otherCpus;
+  }
+  return { webhookCpu, otherCpus, threads };
+}
+const pinned = PIN ? pinThreads() : undefined;
+if (pinned) console.log(`pinned: webhook threads on CPU ${pinned.webhookCpu}, everything else on ${pinned.otherCpus}: ${JSON.stringify(pinned.threads)}`);
 
 async function run(t: Target, rate: number, seconds: number): Promise<RunFigures> {
   const before = await t.counts();
@@ -219,9 +276,10 @@ const out = {
   // The machine is shared: a high load average explains a long tail better than the webhook does.
   loadAverage1m: { before: loadBefore, after: Math.round(os.loadavg()[0]! * 100) / 100 },
   kubeApiServer: env.server,
+  ...(pinned ? { pinned: { webhookCpu: pinned.webhookCpu, otherCpus: pinned.otherCpus } } : {}),
   results,
 };
-const file = join(RESULTS_DIR, process.argv.includes('--quick') ? 'webhook.quick.json' : 'webhook.json');
+const file = join(RESULTS_DIR, `webhook${PIN ? '-pinned' : ''}${process.argv.includes('--quick') ? '.quick' : ''}.json`);
 mkdirSync(RESULTS_DIR, { recursive: true });
 writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
 console.log(`wrote ${file}`);
