@@ -5,7 +5,9 @@
 // the webhook and was measured as its latency. The thread starts the webhook of the given source tree
 // (this checkout's src/, or a baseline ref's extracted copy) on an answer-at-once inventory, and counts
 // the inventory calls, the API requests and its own CPU time.
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, threadId, workerData } from 'node:worker_threads';
+import { Session } from 'node:inspector/promises';
+import { writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
@@ -53,6 +55,17 @@ const inventory: InventoryReader = {
   },
 };
 
+// BENCH_WEBHOOK_HEAP_PROFILE=DIR: V8's sampling heap profiler over this thread for its whole life (what
+// the webhook allocates, by stack; garbage included, so the young generation's churn shows), written as
+// DIR/webhook-<thread>.heapprofile (Chrome DevTools' format) when the thread stops.
+const heapProfileDir = process.env.BENCH_WEBHOOK_HEAP_PROFILE;
+const profiler = heapProfileDir ? new Session() : undefined;
+if (profiler) {
+  profiler.connect();
+  // One sample per 8 KiB allocated on average; includeObjectsCollectedByMajorGC/MinorGC keep the garbage.
+  await profiler.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+}
+
 const stalls = monitorEventLoopDelay({ resolution: 5 });
 stalls.enable();
 const kc = new KubeConfig();
@@ -69,6 +82,11 @@ parentPort!.on('message', async (m: { type: 'counts' | 'stop' }) => {
     stalls.reset();
     parentPort!.postMessage({ type: 'counts', inventoryCalls: calls.n, apiRequests: apiRequests.n, cpuMicros: cpu.user + cpu.system, maxStallMs } satisfies TargetCounts);
   } else {
+    if (profiler) {
+      const { profile } = await profiler.post('HeapProfiler.stopSampling');
+      writeFileSync(join(heapProfileDir!, `webhook-${threadId}.heapprofile`), JSON.stringify(profile));
+      profiler.disconnect();
+    }
     await wh.stop();
     own.close();
     parentPort!.postMessage({ type: 'stopped' });
