@@ -104,8 +104,6 @@ export interface CampaignVM {
   disks: number;
   /** Disks not transferred yet (a holder's cost); `disks` when absent. 0 once the copy is done. */
   disksRemaining?: number;
-  /** Bytes the VM still has to move (queue ETA); 0 when unknown. */
-  bytesRemaining?: number;
   /** The admission checkpoint is recorded in the task's status. */
   admitted: boolean;
   /** The VM's Migration exists. */
@@ -127,8 +125,8 @@ export interface QueuePosition {
   disksAheadInTenant: number;
   /** Disks of every tenant's VMs that go before it on the host. */
   disksAheadTotal: number;
-  /** Bytes of every VM before it on the host (the ETA's backlog). */
-  bytesAheadTotal: number;
+  /** Its place in the host's queue, from 0: the order the ETA admits the queue in (eta.ts drain). */
+  position: number;
   /** The sentence the VM's status message carries. */
   message: string;
 }
@@ -143,8 +141,6 @@ export interface HostUsage {
   inUse: number;
   queuedVMs: number;
   queuedDisks: number;
-  /** Remaining bytes of the VMs holding slots on the host. */
-  inFlightBytes: number;
 }
 
 export interface Admission {
@@ -184,12 +180,10 @@ export function admit(vms: readonly CampaignVM[], cfg: BudgetConfig): Admission 
     const hostName = (list.find((v) => v.hostName)?.hostName ?? first.host).slice(0, MAX_HOST_NAME);
     const held = new Map<string, number>();
     let used = 0;
-    let inFlightBytes = 0;
     for (const v of list) {
       if (!holds(v)) continue;
       holders.push(vmKey(v));
       used += cost(v);
-      inFlightBytes += v.bytesRemaining ?? 0;
       held.set(v.namespace, (held.get(v.namespace) ?? 0) + cost(v));
     }
     const waiting = list.filter((v) => !holds(v) && v.ready).map((v) => ({ ...v, cost: v.disks }));
@@ -199,7 +193,6 @@ export function admit(vms: readonly CampaignVM[], cfg: BudgetConfig): Admission 
         admitted.push(vmKey(w));
         holders.push(vmKey(w));
         used += w.cost;
-        inFlightBytes += w.bytesRemaining ?? 0;
       }
       left = [];
     } else {
@@ -224,14 +217,13 @@ export function admit(vms: readonly CampaignVM[], cfg: BudgetConfig): Admission 
         admitted.push(vmKey(w));
         holders.push(vmKey(w));
         used += w.cost;
-        inFlightBytes += w.bytesRemaining ?? 0;
         held.set(ns, mine + w.cost);
         pos.set(ns, (pos.get(ns) ?? 0) + 1);
       }
       left = waiting.filter((w) => !took.has(vmKey(w)));
     }
     let aheadTotal = 0;
-    let bytesAhead = 0;
+    let position = 0;
     const aheadTenant = new Map<string, number>();
     for (const w of projectedOrder(left, held)) {
       const inTenant = aheadTenant.get(w.namespace) ?? 0;
@@ -240,12 +232,11 @@ export function admit(vms: readonly CampaignVM[], cfg: BudgetConfig): Admission 
         hostName,
         disksAheadInTenant: inTenant,
         disksAheadTotal: aheadTotal,
-        bytesAheadTotal: bytesAhead,
+        position: position++,
         message: queuedMessage(hostName, w.cost, inTenant, aheadTotal, used, cfg.maxDisksPerHost),
       });
       aheadTenant.set(w.namespace, inTenant + w.cost);
       aheadTotal += w.cost;
-      bytesAhead += w.bytesRemaining ?? 0;
     }
     hosts.push({
       vcenter: first.vcenter,
@@ -255,7 +246,6 @@ export function admit(vms: readonly CampaignVM[], cfg: BudgetConfig): Admission 
       inUse: used,
       queuedVMs: left.length,
       queuedDisks: left.reduce((a, w) => a + w.cost, 0),
-      inFlightBytes,
     });
   }
   return { admit: admitted, holders, queued, hosts };

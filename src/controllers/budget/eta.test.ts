@@ -1,52 +1,88 @@
-// taskProgress / HostRates: a whole task's bytes, rate and ETA, queued VMs estimated from the rates of
-// their hosts in this campaign.
+// drain / taskProgress / HostRates: a whole task's bytes, rate and ETA, queued VMs played forward on
+// their hosts at the rates measured in this campaign.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { HostRates, taskProgress, type HostLoad, type VMProgress } from './eta.ts';
+import { HostRates, drain, ratesWithFallback, taskProgress } from './eta.ts';
 
-const GiB = 1024 ** 3;
-const MiB = 1024 ** 2;
+const GB = 1e9;
+const MB = 1e6;
 
-test('the task’s bytes are the sum over its VMs, and its rate the sum of its transfers’ rates', () => {
+test('one disk alone moves at the host’s rate; two share it until the smaller is copied', () => {
+  const f = drain({ bytesPerSecond: 100 * MB, transferring: [{ key: 'a', disksLeft: [100 * GB] }, { key: 'b', disksLeft: [50 * GB] }], queued: [] })!;
+  // Both at 50 MB/s: b copied at 1000 s; a then alone at 100 MB/s for its last 50 GB: 1500 s.
+  assert.equal(f.get('b'), 1000);
+  assert.equal(f.get('a'), 1500);
+});
+
+test('a VM is copied when its largest disk is, not when its summed bytes would be at its summed rate', () => {
+  const f = drain({ bytesPerSecond: 300 * MB, perStreamBytesPerSecond: 100 * MB, transferring: [{ key: 'vm', disksLeft: [10 * GB, 20 * GB, 450 * GB] }], queued: [] })!;
+  assert.equal(Math.round(f.get('vm')!), 4500);
+});
+
+test('a queued VM opens when its host’s slots free up, in the queue’s order, and then shares the host', () => {
+  const f = drain({
+    bytesPerSecond: 100 * MB,
+    slots: 2,
+    transferring: [{ key: 'x', disksLeft: [10 * GB] }, { key: 'y', disksLeft: [30 * GB] }],
+    queued: [{ key: 'q1', disksLeft: [10 * GB] }, { key: 'q2', disksLeft: [10 * GB] }],
+  })!;
+  // x done at 200 s (50 MB/s); q1 opens, shares with y: q1 done at 400 s; q2 opens: y (10 GB left) and q2 done at 600 s.
+  assert.deepEqual([...f.entries()].sort(), [['q1', 400], ['q2', 600], ['x', 200], ['y', 600]]);
+});
+
+test('a queued VM wider than its host’s budget opens only once the host is idle', () => {
+  const f = drain({ bytesPerSecond: 100 * MB, slots: 2, transferring: [{ key: 'x', disksLeft: [10 * GB] }], queued: [{ key: 'wide', disksLeft: [10 * GB, 10 * GB, 10 * GB] }] })!;
+  assert.equal(f.get('x'), 100);
+  assert.equal(f.get('wide'), 400);
+});
+
+test('a host without a measured rate gives no ETA for what it still has to move', () => {
+  assert.equal(drain({ transferring: [{ key: 'a', disksLeft: [GB] }], queued: [] }), undefined);
+  assert.deepEqual([...drain({ transferring: [{ key: 'a', disksLeft: [0] }], queued: [] })!], [['a', 0]]);
+});
+
+test('the task’s bytes are the sum over its VMs, its rate its transfers’ rate, its ETA its last VM’s', () => {
+  const finish = new Map([['t/a', 300], ['t/b', 900]]);
   const p = taskProgress(
     [
-      { host: 'h1', bytesTotal: 10 * GiB, bytesDone: 4 * GiB, state: 'transferring', bytesPerSecond: 50 * MiB },
-      { host: 'h1', bytesTotal: 6 * GiB, bytesDone: 6 * GiB, state: 'done' },
-      { host: 'h2', bytesTotal: 2 * GiB, bytesDone: 0, state: 'queued', bytesAhead: 0 },
+      { key: 't/a', bytesTotal: 10 * GB, bytesDone: 4 * GB, state: 'transferring', bytesPerSecond: 50 * MB },
+      { key: 't/done', bytesTotal: 6 * GB, bytesDone: 6 * GB, state: 'done' },
+      { key: 't/b', bytesTotal: 2 * GB, bytesDone: 0, state: 'queued' },
     ],
-    new Map([['h1', { inFlightBytes: 6 * GiB, bytesPerSecond: 100 * MiB }]]),
+    (k) => finish.get(k),
   );
-  assert.equal(p.bytesTotal, 18 * GiB);
-  assert.equal(p.bytesDone, 10 * GiB);
-  assert.equal(p.bytesPerSecond, 50 * MiB);
-  // h2 is not measured yet: it borrows h1's rate; its ETA (2 GiB at 100 MiB/s, 21 s) is below the transfer's (6 GiB at 50 MiB/s).
-  assert.equal(p.etaSeconds, Math.ceil((6 * GiB) / (50 * MiB)));
+  assert.deepEqual(p, { bytesDone: 10 * GB, bytesTotal: 18 * GB, bytesPerSecond: 50 * MB, etaSeconds: 900 });
 });
 
-test('a queued VM is done once its host has drained what transfers now, what goes before it, and itself', () => {
-  const hosts = new Map<string, HostLoad>([['h1', { inFlightBytes: 30 * GiB, bytesPerSecond: 300 * MiB }]]);
-  const p = taskProgress([{ host: 'h1', bytesTotal: 15 * GiB, bytesDone: 0, state: 'queued', bytesAhead: 45 * GiB }], hosts);
-  assert.equal(p.etaSeconds, Math.ceil((90 * GiB) / (300 * MiB)));
-  assert.equal(p.bytesPerSecond, 0);
+test('a task with a VM whose host has no rate yet has no ETA; a task with every byte copied has an ETA of zero', () => {
+  assert.equal(taskProgress([{ key: 'a', bytesTotal: GB, bytesDone: 0, state: 'queued' }], () => undefined).etaSeconds, undefined);
+  assert.equal(taskProgress([{ key: 'a', bytesTotal: GB, bytesDone: GB, state: 'done' }], () => undefined).etaSeconds, 0);
 });
 
-test('with no rate measured anywhere the ETA is unknown, not invented', () => {
-  const p = taskProgress([{ host: 'h1', bytesTotal: GiB, bytesDone: 0, state: 'queued' }], new Map());
-  assert.equal(p.etaSeconds, undefined);
+test('a host not measured yet borrows the mean of the measured hosts’ rates', () => {
+  const r = ratesWithFallback(['a', 'b', 'c'], (h) => ({ a: 100, b: 300 })[h as 'a' | 'b']);
+  assert.deepEqual([...r], [['a', 100], ['b', 300], ['c', 200]]);
+  assert.deepEqual([...ratesWithFallback(['a'], () => undefined)], [['a', undefined]]);
 });
 
-test('a task whose every byte is copied has an ETA of zero', () => {
-  assert.equal(taskProgress([{ host: 'h', bytesTotal: GiB, bytesDone: GiB, state: 'done' }], new Map()).etaSeconds, 0);
-});
-
-test('property: more bytes ahead in the queue never brings the ETA closer', () => {
+test('property: the play never finishes a host’s work faster than its rate allows, and finishes every VM', () => {
   fc.assert(
-    fc.property(fc.nat(1e12), fc.nat(1e12), fc.integer({ min: 1, max: 1e12 }), fc.integer({ min: 1, max: 1e9 }), fc.nat(1e12), (a, b, size, rate, inFlight) => {
-      const hosts = new Map([['h', { inFlightBytes: inFlight, bytesPerSecond: rate }]]);
-      const eta = (ahead: number): number => taskProgress([{ host: 'h', bytesTotal: size, bytesDone: 0, state: 'queued', bytesAhead: ahead }], hosts).etaSeconds!;
-      assert.ok(eta(Math.min(a, b)) <= eta(Math.max(a, b)));
-    }),
+    fc.property(
+      fc.integer({ min: 1, max: 1000 }),
+      fc.option(fc.integer({ min: 1, max: 20 }), { nil: undefined }),
+      fc.array(fc.array(fc.integer({ min: 0, max: 500 }), { minLength: 1, maxLength: 4 }), { maxLength: 8 }),
+      fc.array(fc.array(fc.integer({ min: 0, max: 500 }), { minLength: 1, maxLength: 4 }), { maxLength: 12 }),
+      (rate, slots, open, queued) => {
+        const h = { bytesPerSecond: rate * MB, ...(slots ? { slots } : {}), transferring: open.map((d, i) => ({ key: `o${i}`, disksLeft: d.map((x) => x * GB) })), queued: queued.map((d, i) => ({ key: `q${i}`, disksLeft: d.map((x) => x * GB) })) };
+        const f = drain(h)!;
+        assert.equal(f.size, open.length + queued.length);
+        const total = [...open, ...queued].flat().reduce((a, b) => a + b * GB, 0);
+        const last = Math.max(0, ...f.values());
+        assert.ok(last >= (total / (rate * MB)) * (1 - 1e-9));
+        assert.ok([...f.values()].every((x) => x >= 0 && Number.isFinite(x)));
+      },
+    ),
   );
 });
 
@@ -80,11 +116,13 @@ test('property: the smoothed rate stays within the range of the rates observed',
   );
 });
 
-test('VMs of a task spread over hosts: the ETA is its slowest host’s', () => {
-  const vms: VMProgress[] = [
-    { host: 'fast', bytesTotal: 100 * GiB, bytesDone: 0, state: 'queued', bytesAhead: 0 },
-    { host: 'slow', bytesTotal: 100 * GiB, bytesDone: 0, state: 'queued', bytesAhead: 0 },
-  ];
-  const p = taskProgress(vms, new Map([['fast', { inFlightBytes: 0, bytesPerSecond: 1000 * MiB }], ['slow', { inFlightBytes: 0, bytesPerSecond: 100 * MiB }]]));
-  assert.equal(p.etaSeconds, 1024);
+test('one stream’s bound is learnt when a host’s last streams move clearly less than its best, not when the host is merely slowed', () => {
+  const r = new HostRates();
+  r.observe('h', 500, 0, 10);
+  // The same ten streams moving less: the host slowed by another workload.
+  r.observe('h', 200, 1000, 10);
+  assert.equal(r.streamBound(), undefined);
+  // Two streams moving 300 together: each at its own 150.
+  r.observe('h', 300, 2000, 2);
+  assert.equal(r.streamBound(), 150);
 });
