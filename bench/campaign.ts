@@ -156,7 +156,7 @@ export function run(sc: Scenario, cfg: BudgetConfig, o: { sampleMs?: number; ret
   const taskKey = (t: ScenarioTask): string => `${t.namespace}/${t.name}`;
   const bytesLeft = (v: VMRun, now: number): number => v.disks.reduce((a, b, d) => a + (v.diskDone[d] ? 0 : v.state === 'transferring' ? b - esxi.bytesDone(`${v.id}/${d}`, now) : b), 0);
 
-  const campaign = (now: number): CampaignVM[] =>
+  const campaign = (): CampaignVM[] =>
     vms
       .filter((v) => v.state !== 'absent')
       .map((v) => ({
@@ -207,7 +207,7 @@ export function run(sc: Scenario, cfg: BudgetConfig, o: { sampleMs?: number; ret
     }
     for (const v of vms) if (v.state === 'absent' && v.task.arrivesAt <= now && !retries.some((r) => r.v === v)) v.state = 'waiting';
     // The controller: admission to a slot (the budget off: every ready VM at once), then the Migration.
-    const a = admit(campaign(now), cfg);
+    const a = admit(campaign(), cfg);
     for (const k of a.admit) {
       const v = byKey.get(k)!;
       v.state = 'admitted';
@@ -224,7 +224,7 @@ export function run(sc: Scenario, cfg: BudgetConfig, o: { sampleMs?: number; ret
       const streams = vms.filter((v) => v.host === h.id && v.state === 'transferring').reduce((a, v) => a + v.diskDone.filter((d, i) => !d && esxi.rate(`${v.id}/${i}`, now) > 0).length, 0);
       rates.observe(h.id, esxi.hostRate(h.id, now), now, streams);
     }
-    const a = admit(campaign(now), cfg);
+    const a = admit(campaign(), cfg);
     const keyOf = (v: VMRun): string => vmKey({ namespace: v.task.namespace, task: v.task.name, id: v.id });
     const hostRates = ratesWithFallback(sc.hosts.map((h) => h.id), (h) => rates.rate(h));
     const finish = new Map<string, number>();

@@ -61,7 +61,11 @@ export function drain(h: HostDrain): Map<string, number> | undefined {
   let t = 0;
   const add = (key: string, disks: number[]): void => {
     let n = 0;
-    for (const b of disks) if (b > 0) (open.push({ key, left: b }), n++);
+    for (const b of disks) {
+      if (b <= 0) continue;
+      open.push({ key, left: b });
+      n++;
+    }
     if (n === 0) out.set(key, t);
     else pending.set(key, n);
   };

@@ -9,13 +9,15 @@ import { BudgetMetrics } from './metrics.ts';
 const VC = 'vc-uuid';
 const vm = (o: Partial<CampaignVM> & Pick<CampaignVM, 'id'>): CampaignVM => ({ namespace: 'tenant-a', task: 't', taskCreated: 0, index: 0, vcenter: VC, host: 'host-1', disks: 2, admitted: false, migration: false, finished: false, ready: true, ...o });
 
+/** Every series of the registry, `name{label=value,...}` → value (histograms by their _count). */
 async function series(reg: Registry): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const m of await reg.getMetricsAsJSON()) {
-    for (const v of m.values) {
-      if (m.type === 'histogram' && !String(v.metricName).endsWith('_count')) continue;
+    for (const v of m.values as Array<{ value: number; labels: Record<string, string | number>; metricName?: string }>) {
+      const name = v.metricName ?? m.name;
+      if (name !== m.name && !name.endsWith('_count')) continue;
       const labels = Object.entries(v.labels).filter(([k]) => k !== 'le').map(([k, x]) => `${k}=${x}`).join(',');
-      out[`${v.metricName ?? m.name}{${labels}}`] = v.value;
+      out[`${name}{${labels}}`] = v.value;
     }
   }
   return out;
