@@ -15,8 +15,9 @@
 //
 // This is the model: it runs the decision the controller makes, not the controller. The run through the
 // real controller, the simulator's Forklift and an API server comes with the task reconciler's wiring.
-import { FORKLIFT_MAX_VM_INFLIGHT, DEFAULT_MAX_DISKS_PER_HOST, admit, vmKey, type BudgetConfig, type CampaignVM } from '../src/controllers/budget/budget.ts';
-import { HostRates, drain, ratesWithFallback, taskProgress, type HostDrain, type VMProgress } from '../src/controllers/budget/eta.ts';
+import { FORKLIFT_MAX_VM_INFLIGHT, DEFAULT_MAX_DISKS_PER_HOST, vmKey, type BudgetConfig, type CampaignVM } from '../src/controllers/budget/budget.ts';
+import { CampaignBudget } from '../src/controllers/budget/campaign.ts';
+import { taskProgress, type VMProgress } from '../src/controllers/budget/eta.ts';
 import { EsxiHosts, NFC_CONNECTION_CEILING, type EsxiHostSpec } from '../test/sim/esxi.ts';
 import { isMain, log, parseFlags, round, writeResult } from './lib.ts';
 
@@ -149,31 +150,39 @@ export function run(sc: Scenario, cfg: BudgetConfig, o: { sampleMs?: number; ret
   const esxi = new EsxiHosts(sc.hosts, 0);
   const vms: VMRun[] = sc.tasks.flatMap((task) => task.vms.map((v, index) => ({ task, index, id: v.id, host: v.host, disks: v.disks, state: 'absent' as const, diskDone: v.disks.map(() => false), diskStart: v.disks.map(() => 0) })));
   const byKey = new Map(vms.map((v) => [vmKey({ namespace: v.task.namespace, task: v.task.name, id: v.id }), v]));
-  const rates = new HostRates();
+  // The controller's budget object, as the task reconciler holds it.
+  const budget = new CampaignBudget(cfg);
   const diskDurations = new Map<string, number[]>();
   const samples: Array<{ t: number; eta: Map<string, { platform?: number; naive?: number }> }> = [];
   let transfersFailed = 0;
   const taskKey = (t: ScenarioTask): string => `${t.namespace}/${t.name}`;
   const bytesLeft = (v: VMRun, now: number): number => v.disks.reduce((a, b, d) => a + (v.diskDone[d] ? 0 : v.state === 'transferring' ? b - esxi.bytesDone(`${v.id}/${d}`, now) : b), 0);
 
-  const campaign = (): CampaignVM[] =>
+  const campaign = (now: number): CampaignVM[] =>
     vms
       .filter((v) => v.state !== 'absent')
-      .map((v) => ({
-        namespace: v.task.namespace,
-        task: v.task.name,
-        taskCreated: v.task.arrivesAt,
-        index: v.index,
-        id: v.id,
-        vcenter: VCENTER,
-        host: v.host,
-        disks: v.disks.length,
-        disksRemaining: v.state === 'transferring' ? v.diskDone.filter((d) => !d).length : v.disks.length,
-        admitted: v.state === 'admitted' || v.state === 'transferring',
-        migration: v.state === 'admitted' || v.state === 'transferring',
-        finished: v.state === 'done' || v.state === 'failed',
-        ready: true,
-      }));
+      .map((v) => {
+        const moving = v.state === 'transferring';
+        return {
+          namespace: v.task.namespace,
+          task: v.task.name,
+          taskCreated: v.task.arrivesAt,
+          index: v.index,
+          id: v.id,
+          vcenter: VCENTER,
+          host: v.host,
+          disks: v.disks.length,
+          disksRemaining: moving ? v.diskDone.filter((d) => !d).length : v.disks.length,
+          admitted: v.state === 'admitted' || moving,
+          migration: v.state === 'admitted' || moving,
+          finished: v.state === 'done' || v.state === 'failed',
+          ready: true,
+          // What a pass reads: each disk's bytes left (the DiskTransfer step's tasks; the inventory's
+          // capacities before the copy) and the VM's rate (its status).
+          disksLeft: v.disks.map((b, d) => (v.diskDone[d] ? 0 : moving ? b - esxi.bytesDone(`${v.id}/${d}`, now) : b)),
+          ...(moving ? { bytesPerSecond: v.disks.reduce((x, _, d) => x + esxi.rate(`${v.id}/${d}`, now), 0) } : {}),
+        };
+      });
 
   const startVM = (v: VMRun, now: number): void => {
     const opened: number[] = [];
@@ -207,7 +216,7 @@ export function run(sc: Scenario, cfg: BudgetConfig, o: { sampleMs?: number; ret
     }
     for (const v of vms) if (v.state === 'absent' && v.task.arrivesAt <= now && !retries.some((r) => r.v === v)) v.state = 'waiting';
     // The controller: admission to a slot (the budget off: every ready VM at once), then the Migration.
-    const a = admit(campaign(), cfg);
+    const a = budget.decide(VCENTER, campaign(now), now).admission;
     for (const k of a.admit) {
       const v = byKey.get(k)!;
       v.state = 'admitted';
@@ -218,31 +227,9 @@ export function run(sc: Scenario, cfg: BudgetConfig, o: { sampleMs?: number; ret
   };
 
   const sample = (now: number): void => {
-    // What the controller's pass would see: each host's summed rate (the sum of its VMs' rates) and the
-    // disks moving there, sampled.
-    for (const h of sc.hosts) {
-      const streams = vms.filter((v) => v.host === h.id && v.state === 'transferring').reduce((a, v) => a + v.diskDone.filter((d, i) => !d && esxi.rate(`${v.id}/${i}`, now) > 0).length, 0);
-      rates.observe(h.id, esxi.hostRate(h.id, now), now, streams);
-    }
-    const a = admit(campaign(), cfg);
+    // A pass of the controller: the hosts' rates sampled, the hosts played forward.
+    const { finishes } = budget.decide(VCENTER, campaign(now), now);
     const keyOf = (v: VMRun): string => vmKey({ namespace: v.task.namespace, task: v.task.name, id: v.id });
-    const hostRates = ratesWithFallback(sc.hosts.map((h) => h.id), (h) => rates.rate(h));
-    const finish = new Map<string, number>();
-    let unknown = false;
-    for (const h of sc.hosts) {
-      const mine = vms.filter((v) => v.host === h.id);
-      const queued = mine.filter((v) => v.state === 'waiting' && a.queued.has(keyOf(v))).sort((x, y) => a.queued.get(keyOf(x))!.position - a.queued.get(keyOf(y))!.position);
-      const plan: HostDrain = {
-        ...(hostRates.get(h.id) ? { bytesPerSecond: hostRates.get(h.id)! } : {}),
-        ...(rates.streamBound() ? { perStreamBytesPerSecond: rates.streamBound()! } : {}),
-        ...(cfg.enabled ? { slots: cfg.maxDisksPerHost } : {}),
-        transferring: mine.filter((v) => v.state === 'transferring' || v.state === 'admitted').map((v) => ({ key: keyOf(v), disksLeft: v.disks.map((b, d) => (v.diskDone[d] ? 0 : v.state === 'transferring' ? b - esxi.bytesDone(`${v.id}/${d}`, now) : b)) })),
-        queued: queued.map((v) => ({ key: keyOf(v), disksLeft: v.disks })),
-      };
-      const f = drain(plan);
-      if (!f) unknown = true;
-      else for (const [k, t] of f) finish.set(k, t);
-    }
     const eta = new Map<string, { platform?: number; naive?: number }>();
     for (const task of sc.tasks) {
       if (task.arrivesAt > now) continue;
@@ -256,7 +243,7 @@ export function run(sc: Scenario, cfg: BudgetConfig, o: { sampleMs?: number; ret
         if (v.state === 'transferring') return { key, bytesTotal: total, bytesDone: total - left, state: 'transferring', bytesPerSecond: v.disks.reduce((x, _, d) => x + esxi.rate(`${v.id}/${d}`, now), 0) };
         return { key, bytesTotal: total, bytesDone: 0, state: 'queued' };
       });
-      const p = taskProgress(progress, (k) => (unknown ? undefined : finish.get(k)));
+      const p = taskProgress(progress, (k) => finishes.get(k));
       const left = p.bytesTotal - p.bytesDone;
       eta.set(taskKey(task), { ...(p.etaSeconds !== undefined ? { platform: p.etaSeconds } : {}), ...(p.bytesPerSecond > 0 ? { naive: left / p.bytesPerSecond } : {}) });
     }

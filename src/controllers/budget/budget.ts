@@ -112,6 +112,15 @@ export interface CampaignVM {
   finished: boolean;
   /** Waiting only: everything before the Migration is done (the Plan is Ready); a VM not ready waits for no slot. */
   ready: boolean;
+  /** Waiting: when it became Queued (epoch ms), for the wait metrics. */
+  queuedSince?: number;
+  /**
+   * For the ETA: each disk's bytes left (a transferring VM: from the Migration's DiskTransfer tasks; a
+   * waiting one: the disks' capacities from the inventory). Absent → the VM is left out of the ETA.
+   */
+  disksLeft?: number[];
+  /** Transferring: the VM's current rate (its status' bytesPerSecond); the host's rate is the sum. */
+  bytesPerSecond?: number;
 }
 
 export const vmKey = (v: Pick<CampaignVM, 'namespace' | 'task' | 'id'>): string => `${v.namespace}/${v.task}/${v.id}`;
