@@ -41,6 +41,8 @@ const all: Bench[] = [
   { name: 'downtime', file: 'bench/downtime.ts', flags: [...common, ...pass('repeats')] },
   // Pure CPU, no control plane: the informer store's lists, side by side with main's (or --baseline's).
   { name: 'cache-index', file: 'bench/cache-index.ts', flags: [...(quick ? ['--quick', '--sizes', '50,200', '--rounds', '1'] : []), ...pass('baseline')] },
+  // Pure CPU, no control plane: a 200-VM, 3-tenant campaign through the transfer budget, simulated.
+  { name: 'campaign', file: 'bench/campaign.ts', flags: [...(quick ? ['--quick'] : []), ...pass('seed')] },
 ];
 // The admission webhook's benchmark (its own file, its own flags through the environment).
 if (existsSync(join(REPO_ROOT, 'bench/webhook.ts'))) {

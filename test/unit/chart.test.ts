@@ -413,7 +413,8 @@ test("the chart renders with the values Cozystack's package operator injects (_c
 });
 
 test('monitoring objects render only for an API the cluster serves, and never for both stacks', () => {
-  const kinds = (objs: Obj[]): string[] => objs.map((o) => o.kind).filter((k) => /^(ServiceMonitor|PrometheusRule|VMServiceScrape|VMRule)$/.test(k)).sort();
+  // The transfer budget's own rule object follows the same stack (test/unit/chart-transfer.test.ts).
+  const kinds = (objs: Obj[]): string[] => objs.filter((o) => o.metadata.name !== 'migration-controller-transfer').map((o) => o.kind).filter((k) => /^(ServiceMonitor|PrometheusRule|VMServiceScrape|VMRule)$/.test(k)).sort();
   assert.deepEqual(kinds(render()), [], 'no monitoring API: nothing that would fail the install');
   assert.deepEqual(kinds(render({}, PROMETHEUS_OPERATOR_APIS)), ['PrometheusRule', 'ServiceMonitor']);
   assert.deepEqual(kinds(render({}, VICTORIA_METRICS_APIS)), ['VMRule', 'VMServiceScrape']);
@@ -445,7 +446,7 @@ function anchorOf(heading: string): string {
 for (const [stack, apis] of [['Prometheus Operator', PROMETHEUS_OPERATOR_APIS], ['VictoriaMetrics', VICTORIA_METRICS_APIS]] as const) {
   test(`the alerts (${stack}) cover the controller being down or leaderless, a failed import, a stalled transfer, a source that lost readiness and a heap near its ceiling, each with a runbook section in docs/operations.md`, async () => {
     const objs = render({}, apis);
-    const rule = objs.find((o) => o.kind === 'PrometheusRule' || o.kind === 'VMRule')!;
+    const rule = objs.find((o) => (o.kind === 'PrometheusRule' || o.kind === 'VMRule') && o.metadata.name === 'migration-controller')!;
     const rules = (rule.spec as { groups: Array<{ rules: Array<{ alert: string; expr: string; annotations: Record<string, string> }> }> }).groups.flatMap((g) => g.rules);
     assert.deepEqual(rules.map((r) => r.alert), ['MigrationControllerDown', 'MigrationControllerNoLeader', 'MigrationControllerImportFailed', 'MigrationControllerTransferStalled', 'MigrationControllerSourceLostReadiness', 'MigrationControllerHeapNearLimit']);
     const referenced = [...new Set(rules.flatMap((r) => r.expr.match(/migration_controller_[a-z_]+/g) ?? []))].sort();
@@ -470,7 +471,7 @@ for (const [stack, apis] of [['Prometheus Operator', PROMETHEUS_OPERATOR_APIS], 
 }
 
 test('runbook links follow runbookBaseURL when the docs are published elsewhere', () => {
-  const rule = one(render(ALL_ON, PROMETHEUS_OPERATOR_APIS), 'PrometheusRule');
+  const rule = one(render(ALL_ON, PROMETHEUS_OPERATOR_APIS), 'PrometheusRule', 'migration-controller');
   const urls = (rule.spec as { groups: Array<{ rules: Array<{ annotations: Record<string, string> }> }> }).groups.flatMap((g) => g.rules.map((r) => r.annotations.runbook_url));
   for (const u of urls) assert.match(u!, /^https:\/\/docs\.example\.com\/operations#migrationcontroller[a-z]+$/);
 });
