@@ -6,7 +6,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../runtime/kube.ts';
-import { GROUP, KIND_SOURCE, KIND_TASK } from '../api/types.ts';
+import { GROUP, KIND_SOURCE, KIND_TASK, PLURAL_SOURCE, PLURAL_TASK } from '../api/types.ts';
+import { boundProblems } from './bounds.ts';
 import { sourceSchemaProblems, taskSchemaProblems } from '../api/models.ts';
 import { ServiceCIDRResolver } from '../preflight/cidr.ts';
 import type { CertSource } from './certs.ts';
@@ -113,6 +114,9 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
     }
     // Status writes and deletions are not ours to judge.
     if (req.subResource || req.operation === 'DELETE' || req.operation === 'CONNECT') return verdict([], []);
+    // Sizes first, on every path: no rule below parses a string longer than the CRD allows it to be.
+    const oversized = [...boundProblems(isSourcePath ? PLURAL_SOURCE : PLURAL_TASK, req.object), ...boundProblems(isSourcePath ? PLURAL_SOURCE : PLURAL_TASK, req.oldObject).map((p) => `oldObject ${p}`)];
+    if (oversized.length) return verdict(oversized, []);
     const obj = asObject(req.object);
     const namespace = req.namespace || asString(asObject(obj?.metadata)?.namespace) || '';
     if (isSourcePath) {
