@@ -6,12 +6,11 @@ import assert from 'node:assert/strict';
 import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
-import { projectedSecretName } from '../../src/forklift/provider.ts';
 import { parseEgressPolicy } from '../../src/preflight/egress.ts';
 import { startTestWebhook, type TestWebhook } from '../../src/webhook/testkit.ts';
 import { freshNamespace, waitFor } from './env/index.ts';
 import { applyAs, bootWorld, denial, tenantWithRole, waitForWebhookEffective, type BootedWorld } from './fixtures.ts';
-import { CONTROLLER_NS, createSource, getSource, readyOf, waitForReason } from './source-helpers.ts';
+import { CONTROLLER_NS, createSource, getSource, projectedSecretNameOf, readyOf, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-egress.example.com/sdk';
 const world = vcenter({ url: URL_VC, vms: [{ id: 'vm-1', name: 'app01' }] });
@@ -101,7 +100,7 @@ test('the controller refuses an address it is given directly (no webhook) and cr
   assert.equal(readyOf(s)?.status, 'False');
   assert.equal(readyOf(s)?.message, 'spec.url: 169.254.169.254 is not an allowed destination (link-local 169.254.0.0/16); a source must point at a vCenter or ESXi host outside the cluster\'s own networks');
   assert.equal((await c.list(GVRs.Provider, direct)).items.length, 0);
-  assert.equal(await c.get(GVRs.Secret, CONTROLLER_NS, projectedSecretName(direct, 'meta')), undefined);
+  assert.equal(await c.get(GVRs.Secret, CONTROLLER_NS, (await projectedSecretNameOf(c, direct, 'meta'))!), undefined);
 });
 
 test('a name that resolves into the cluster is refused on the next pass, what was created is withdrawn, and Forklift\'s words never reach the tenant', async () => {
@@ -109,7 +108,7 @@ test('a name that resolves into the cluster is refused on the next pass, what wa
   answer = ['192.0.2.80'];
   await createSource(c, direct, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
   await waitForReason(c, direct, 'vc', 'Connected');
-  assert.ok(await c.get(GVRs.Secret, CONTROLLER_NS, projectedSecretName(direct, 'vc')));
+  assert.ok(await c.get(GVRs.Secret, CONTROLLER_NS, (await projectedSecretNameOf(c, direct, 'vc'))!));
 
   // The name now answers with the API server's Service address; any write wakes the source.
   answer = ['192.0.2.80', '10.96.0.1'];
@@ -120,7 +119,7 @@ test('a name that resolves into the cluster is refused on the next pass, what wa
     "spec.url: vcenter-egress.example.com resolves to 10.96.0.1, which is not an allowed destination (the cluster's Service CIDR 10.96.0.0/12); a source must point at a vCenter or ESXi host outside the cluster's own networks",
   );
   await waitFor('the Providers and the projected Secret withdrawn', async () =>
-    (await c.list(GVRs.Provider, direct)).items.length === 0 && !(await c.get(GVRs.Secret, CONTROLLER_NS, projectedSecretName(direct, 'vc'))),
+    (await c.list(GVRs.Provider, direct)).items.length === 0 && !(await c.get(GVRs.Secret, CONTROLLER_NS, (await projectedSecretNameOf(c, direct, 'vc'))!)),
   );
 
   // The answer changes back: the periodic re-check (every 10 s while refused) connects it again.

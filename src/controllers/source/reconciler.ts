@@ -23,8 +23,7 @@ import {
   destinationProviderName,
   hostObjectName,
   hostSecretName,
-  mergeDesired,
-  needsUpdate,
+  legacyProjectedSecretName,
   renderCredentialsSecret,
   renderDestinationProvider,
   renderHost,
@@ -37,10 +36,11 @@ import {
 } from '../../forklift/provider.ts';
 import { Expectations } from '../../runtime/expectations.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
-import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
+import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
 import { getCondition, patchStatus, setCondition } from '../../runtime/status.ts';
 import { heldBack, recordRejection, retryNote } from './credentials.ts';
+import { OwnershipConflict, ensureOwned, ownedBy } from './ownership.ts';
 import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
@@ -186,21 +186,12 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
   };
 }
 
-/** Creates `desired` or brings the existing object in line with it (only when it differs). */
+/**
+ * Creates `desired` or brings the existing object in line with it, only when the existing object is
+ * this source's (its owner label, which every render carries): ownership.ts.
+ */
 async function ensure(ctx: ReconcileContext, gvr: GVR, desired: KubeObject, cached: KubeObject | undefined): Promise<KubeObject> {
-  let actual = cached;
-  if (!actual) {
-    try {
-      return await ctx.client.create(gvr, desired);
-    } catch (e) {
-      if (!isAlreadyExists(e)) throw e;
-      actual = await ctx.client.get(gvr, desired.metadata?.namespace, desired.metadata!.name!);
-      if (!actual) throw e;
-    }
-  }
-  if (!needsUpdate(desired, actual)) return actual;
-  ctx.log.info({ kind: gvr.kind, object: desired.metadata?.name }, 'updating to the desired state');
-  return await ctx.client.replace(gvr, mergeDesired(desired, actual));
+  return await ensureOwned(ctx, gvr, desired, cached, desired.metadata?.labels?.[LABEL_SOURCE_UID] ?? '');
 }
 
 /**
@@ -254,7 +245,11 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
 
   const obs: SourceObservation = { source: src, now: ctx.now() };
   let result: Result = {};
-  obs.gate = await materialise(cfg, deps, src, ctx, obs);
+  obs.gate = await materialise(cfg, deps, src, ctx, obs).catch((e: unknown) => {
+    // A child's name is taken by an object that is not this source's: nothing of it was written.
+    if (e instanceof OwnershipConflict) return { reason: SourceReason.NameConflict, message: e.message };
+    throw e;
+  });
   if (obs.gate && obs.credentialsRejected) {
     result = { requeueAfterMs: Math.max(MIN_HELD_REQUEUE_MS, Date.parse(obs.credentialsRejected.retryAfter) - obs.now.getTime()) };
   } else if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
@@ -351,7 +346,9 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   const secretVersion = secret.metadata?.resourceVersion;
 
   // 2. Providers.
-  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), providers.get(ns, sourceProviderName(name)));
+  const previous = providers.get(ns, sourceProviderName(name));
+  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), previous);
+  await dropReplacedSecret(ctx, secretsNs, previous, obs.provider, src.metadata.uid!);
   await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
   // Report what the cache says (status written by Forklift), falling back to what we just wrote.
   obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
@@ -392,7 +389,9 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
       obs.hosts[h.id] = hostsCache.get(ns, hn);
       continue;
     }
-    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id], secretsNs), hostsCache.get(ns, hn));
+    const before = hostsCache.get(ns, hn);
+    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id], secretsNs), before);
+    await dropReplacedSecret(ctx, secretsNs, before, written, src.metadata.uid!);
     const cached = hostsCache.get(ns, hn);
     obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
   }
@@ -542,6 +541,7 @@ async function withdraw(cfg: ControllerConfig, src: VMImportSource, ctx: Reconci
   }
   for (const id of hostIds) await deleteOwnSecret(ctx, cfg.podNamespace, hostSecretName(src, id), uid);
   await deleteOwnSecret(ctx, cfg.podNamespace, credentialsSecretName(src), uid);
+  await deleteLegacySecrets(ctx, cfg.podNamespace, src, hostIds);
 }
 
 /** Publishes the inventory ConfigMap; false when the inventory could not be read (retry soon). */
@@ -586,7 +586,13 @@ async function publishInventory(cfg: ControllerConfig, deps: SourceReconcilerDep
     ctx.events.event(src as unknown as KubeObject, 'Warning', 'InventoryNotPublished', `ConfigMap ${desired.metadata!.name} exists and is not managed by the migration controller; not overwritten.`);
     return true;
   }
-  await ensure(ctx, GVRs.ConfigMap, desired, cur);
+  try {
+    await ensure(ctx, GVRs.ConfigMap, desired, cur);
+  } catch (e) {
+    if (!(e instanceof OwnershipConflict)) throw e;
+    ctx.events.event(src as unknown as KubeObject, 'Warning', 'InventoryNotPublished', e.message);
+    return true;
+  }
   obs.vmCount = list.total;
   return true;
 }
@@ -605,12 +611,36 @@ async function writeStatus(src: VMImportSource, ctx: ReconcileContext, obs: Sour
   return wrote;
 }
 
-/** Deletes a Secret by name when it is this source's (label or owner reference); never a foreign one. */
+/**
+ * Deletes a Secret by name when its owner label names this source; never a foreign one (a projected
+ * Secret has no owner reference: owners cannot cross namespaces).
+ */
 async function deleteOwnSecret(ctx: ReconcileContext, ns: string, name: string, sourceUID: string): Promise<void> {
   const s = await ctx.client.get(GVRs.Secret, ns, name);
-  if (!s) return;
-  const ours = s.metadata?.labels?.[LABEL_SOURCE_UID] === sourceUID || !!s.metadata?.ownerReferences?.some((r) => r.uid === sourceUID);
-  if (ours) await ctx.client.delete(GVRs.Secret, ns, name, { uid: s.metadata?.uid });
+  if (!s || !ownedBy(s, sourceUID)) return;
+  try {
+    await ctx.client.delete(GVRs.Secret, ns, name, { uid: s.metadata?.uid });
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+  }
+}
+
+/**
+ * Once a Provider or Host of this source points at another Secret than before (an upgrade renamed the
+ * projected Secrets), the one it pointed at goes, when it is this source's.
+ */
+async function dropReplacedSecret(ctx: ReconcileContext, ns: string, before: KubeObject | undefined, after: KubeObject, sourceUID: string): Promise<void> {
+  const secretOf = (o: KubeObject | undefined) => (o as { spec?: { secret?: { name?: string; namespace?: string } } } | undefined)?.spec?.secret;
+  const was = secretOf(before);
+  const now = secretOf(after);
+  if (was?.name && was.namespace === ns && was.name !== now?.name) await deleteOwnSecret(ctx, ns, was.name, sourceUID);
+}
+
+/** This source's projected Secrets under the names used before they were derived from its UID (upgrade). */
+async function deleteLegacySecrets(ctx: ReconcileContext, ns: string, src: VMImportSource, hostIds: Iterable<string>): Promise<void> {
+  const uid = src.metadata.uid!;
+  for (const id of hostIds) await deleteOwnSecret(ctx, ns, legacyProjectedSecretName(src.metadata.namespace!, src.metadata.name!, id), uid);
+  await deleteOwnSecret(ctx, ns, legacyProjectedSecretName(src.metadata.namespace!, src.metadata.name!), uid);
 }
 
 async function finalize(cfg: ControllerConfig, src: VMImportSource, ctx: ReconcileContext): Promise<Result> {
@@ -653,6 +683,7 @@ async function finalize(cfg: ControllerConfig, src: VMImportSource, ctx: Reconci
   const secretsNs = cfg.podNamespace;
   for (const id of hostIds) await deleteOwnSecret(ctx, secretsNs, hostSecretName(src, id), uid);
   await deleteOwnSecret(ctx, secretsNs, credentialsSecretName(src), uid);
+  await deleteLegacySecrets(ctx, secretsNs, src, hostIds);
   for (const o of (await ctx.client.list(GVRs.ConfigMap, ns, { labelSelector: sel })).items) await ctx.client.delete(GVRs.ConfigMap, ns, o.metadata!.name!, { uid: o.metadata?.uid });
   // The inventory ConfigMap by name too, when ours (a label may have been edited away).
   const cm = await ctx.client.get(GVRs.ConfigMap, ns, inventoryConfigMapName(name));
