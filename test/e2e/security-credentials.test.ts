@@ -72,8 +72,8 @@ test('an inline password is stored sealed, is never readable back by the tenant,
   const r = await applyAs(tenant, ns, manifest(world.password));
   assert.equal(r.code, 0, r.stderr);
   const stored = (await c.get<SourceObj>(GVRs.VMImportSource, ns, 'vc'))!;
-  assert.match(stored.spec.credentials.password!, /^enc:v1:k1:[A-Za-z0-9+/]+=*$/);
-  assert.match(stored.spec.hosts![0]!.credentials.password!, /^enc:v1:k1:/);
+  assert.match(stored.spec.credentials.password!, /^enc:v2:k1:[A-Za-z0-9+/]+=*$/);
+  assert.match(stored.spec.hosts![0]!.credentials.password!, /^enc:v2:k1:/);
   // What the tenant reads back (spec and kubectl's last-applied annotation) holds neither password.
   const got = await kubectl(['get', 'vmimportsource', 'vc', '-n', ns, '-o', 'json'], { kubeconfig: tenant });
   assert.equal(got.code, 0, got.stderr);
@@ -115,14 +115,14 @@ test('after a key is added, new passwords are sealed with it and values sealed w
     const r = await applyAs(tenant, ns, manifest(wrong));
     assert.equal(r.code, 0, r.stderr);
     const s = (await c.get<SourceObj>(GVRs.VMImportSource, ns, 'vc'))!;
-    if (!s.spec.credentials.password!.startsWith('enc:v1:k2:')) {
+    if (!s.spec.credentials.password!.startsWith('enc:v2:k2:')) {
       await applyAs(tenant, ns, manifest(world.password));
       return false;
     }
     return true;
   });
   const s = (await c.get<SourceObj>(GVRs.VMImportSource, ns, 'vc'))!;
-  assert.match(s.spec.hosts![0]!.credentials.password!, /^enc:v1:k1:/);
+  assert.match(s.spec.hosts![0]!.credentials.password!, /^enc:v2:k1:/);
   // The controller opened the k2 value and offered it to Forklift, whose Secret admission refused it
   // (vCenter said 401), so the projected Secret keeps the last good password.
   const failed = await waitForReason(c, ns, 'vc', 'AuthenticationFailed');
@@ -141,9 +141,21 @@ test('a sealed value copied from another namespace is refused at admission', asy
   assert.notEqual(r.code, 0);
   assert.equal(
     denial(r.stderr),
-    'spec.credentials.password is a sealed value (enc:v1:…) that cannot be used: it does not open here (altered, or sealed for another namespace); write the password in plain text instead, it is sealed on admission',
+    'spec.credentials.password is a sealed value (enc:v2:…) that cannot be used: it does not open here (altered, or sealed for another namespace, spec.url); write the password in plain text instead, it is sealed on admission',
   );
   assert.equal(readyOf(await getSource(c, other, 'vc')), undefined);
+});
+
+test('a sealed password cannot be retargeted: copied into a source of the same namespace with another URL it is refused, and changing the URL asks for the password again', async () => {
+  const stored = (await c.get<SourceObj>(GVRs.VMImportSource, ns, 'vc'))!;
+  const elsewhere = (password: string) => ({ ...manifest(password), metadata: { name: 'vc-retarget' }, spec: { ...manifest(password).spec, url: 'https://collector.example.net/sdk', hosts: [] } });
+  const copied = await applyAs(tenant, ns, elsewhere(stored.spec.credentials.password!));
+  assert.notEqual(copied.code, 0);
+  assert.match(denial(copied.stderr), /^spec\.credentials\.password is a sealed value \(enc:v2:…\) that cannot be used: it does not open here/);
+  assert.equal(await getSource(c, ns, 'vc-retarget'), undefined);
+  const moved = await c.patch(GVRs.VMImportSource, ns, 'vc', { spec: { url: 'https://collector.example.net/sdk' } }).then(() => undefined, (e: Error) => e.message);
+  assert.match(moved ?? 'admitted', /spec\.credentials\.password: spec\.url changed, and a sealed password opens only for the endpoint it was written for; write the password again in plain text/);
+  assert.equal((await c.get<SourceObj & { spec: { url: string } }>(GVRs.VMImportSource, ns, 'vc'))!.spec.url, URL_VC);
 });
 
 test('a secretRef naming a Secret its author cannot read is refused; one the author can read feeds Forklift\'s Secret', async () => {

@@ -44,7 +44,7 @@ import { OwnershipConflict, ensureOwned, ownedBy } from './ownership.ts';
 import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
-import { SealError, isSealed, sealedKid, unseal } from '../../credentials/seal.ts';
+import { SealError, isSealed, sealedKid, unseal, type SealBinding } from '../../credentials/seal.ts';
 import { lookup } from 'node:dns/promises';
 import { ServiceCIDRResolver } from '../../preflight/cidr.ts';
 import { checkAddress, checkName, isIPLiteral, notAllowedMessage, type ClusterNetworks } from '../../preflight/egress.ts';
@@ -96,7 +96,7 @@ export interface SourceReconcilerDeps {
   inventory?: (ctx: ReconcileContext) => InventoryClient;
   /** `migration_controller_source_ready{namespace,source}` (the chart's SourceLostReadiness alert). */
   sourceReady?: Gauge<'namespace' | 'source'>;
-  /** Opens sealed passwords (enc:v1:…) to project Forklift's Secrets. */
+  /** Opens sealed passwords (enc:v2:…, and enc:v1:… of earlier versions) to project Forklift's Secrets. */
   keyring?: KeyringSource;
   /** Resolves a host name to its addresses (default: the system resolver, as Forklift's pods resolve). */
   resolve?: (host: string) => Promise<string[]>;
@@ -418,11 +418,12 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
  */
 async function openCredentials(deps: SourceReconcilerDeps, src: VMImportSource, ctx: ReconcileContext): Promise<{ source: VMImportSource } | { gate: NonNullable<SourceObservation['gate']> }> {
   const out = structuredClone(src);
-  const fields: Array<{ field: string; cred: TLSCredentials }> = [{ field: 'spec.credentials', cred: out.spec.credentials }];
-  (out.spec.hosts ?? []).forEach((h, i) => fields.push({ field: `spec.hosts[${i}].credentials`, cred: h.credentials }));
   const ns = src.metadata.namespace!;
+  // A sealed password opens only for the endpoint it was sealed for (src/credentials/seal.ts).
+  const fields: Array<{ field: string; cred: TLSCredentials; binding: SealBinding }> = [{ field: 'spec.credentials', cred: out.spec.credentials, binding: { namespace: ns, url: src.spec.url } }];
+  (out.spec.hosts ?? []).forEach((h, i) => fields.push({ field: `spec.hosts[${i}].credentials`, cred: h.credentials, binding: { namespace: ns, url: src.spec.url, address: h.address } }));
   const gate = (message: string) => ({ gate: { reason: SourceReason.CredentialsMissing, message } });
-  for (const { field, cred } of fields) {
+  for (const { field, cred, binding } of fields) {
     if (cred.secretRef) {
       const key = cred.secretRef.key ?? 'password';
       let s: SecretObject | undefined;
@@ -447,7 +448,7 @@ async function openCredentials(deps: SourceReconcilerDeps, src: VMImportSource, 
       let ring = await deps.keyring.get();
       const kid = sealedKid(sealed);
       if (kid && !ring.keys.has(kid)) ring = await deps.keyring.get({ fresh: true });
-      cred.password = unseal(ring, sealed, ns);
+      cred.password = unseal(ring, sealed, binding);
     } catch (e) {
       return unreadable(e instanceof SealError ? e.message : `the key ring could not be read (${errMessage(e).slice(0, 200)})`);
     }
