@@ -47,8 +47,8 @@ import type { KeyringSource } from '../../credentials/keyring.ts';
 import { SealError, isSealed, sealedKid, unseal, type SealBinding } from '../../credentials/seal.ts';
 import { lookup } from 'node:dns/promises';
 import { ServiceCIDRResolver } from '../../preflight/cidr.ts';
-import { checkAddress, checkName, isIPLiteral, notAllowedMessage, type ClusterNetworks } from '../../preflight/egress.ts';
-import { listPodCIDRs } from '../../preflight/podcidr.ts';
+import { checkAddress, checkName, isIPLiteral, notAllowedMessage, urlDestination, type ClusterNetworks } from '../../preflight/egress.ts';
+import { apiServerAddresses, listNodeNetworks } from '../../preflight/podcidr.ts';
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
 
@@ -84,7 +84,7 @@ const MIN_HELD_REQUEUE_MS = 1_000;
 // An upgrade of Forklift replaces its Plan CRD, which no watch of ours reports to a source: look again
 // every 15 s (one GET of one CRD), so a source gated on ForkliftTooOld connects soon after the upgrade.
 const REQUEUE_FORKLIFT_TOO_OLD_MS = 15_000;
-/** The nodes' pod CIDRs change when nodes join: a minute is fresh enough and keeps a node list off every reconcile. */
+/** The nodes' pod CIDRs and addresses change when nodes join: a minute is fresh enough and keeps a node list off every reconcile. */
 const POD_CIDR_TTL_MS = 60_000;
 // The inventory could not be read (still loading, stale certificate): try again soon.
 const REQUEUE_INVENTORY_RETRY_MS = 5_000;
@@ -460,22 +460,25 @@ interface ClusterNetworkSource {
   get(): Promise<ClusterNetworks>;
 }
 
-/** The Service CIDR (probed in the controller's namespace only) and the nodes' pod CIDRs, cached. */
+/**
+ * The Service CIDR (probed in the controller's namespace only), the nodes' pod CIDRs and own addresses,
+ * and the API server's endpoints, read from the cluster and kept a minute.
+ */
 function clusterNetworks(cfg: ControllerConfig, client: KubeClient): ClusterNetworkSource {
   const cidr = new ServiceCIDRResolver(client, { override: cfg.serviceCIDR });
-  let pods: { at: number; value: string[] } | undefined;
+  let nodes: { at: number; value: { podCIDRs: string[]; nodeAddresses: string[]; apiServerAddresses: string[] } } | undefined;
   return {
     async get() {
-      const [svc, podCIDRs] = await Promise.all([
+      const [svc, live] = await Promise.all([
         cidr.resolve(cfg.podNamespace).catch(() => undefined),
         (async () => {
-          if (pods && Date.now() - pods.at < POD_CIDR_TTL_MS) return pods.value;
-          const value = await listPodCIDRs(client);
-          pods = { at: Date.now(), value };
-          return value;
+          if (nodes && Date.now() - nodes.at < POD_CIDR_TTL_MS) return nodes.value;
+          const [n, api] = await Promise.all([listNodeNetworks(client), apiServerAddresses(client)]);
+          nodes = { at: Date.now(), value: { ...n, apiServerAddresses: api } };
+          return nodes.value;
         })(),
       ]);
-      return { serviceCIDRs: svc?.cidrs ?? [], podCIDRs };
+      return { serviceCIDRs: svc?.cidrs ?? [], ...live };
     },
   };
 }
@@ -490,15 +493,14 @@ async function systemResolve(host: string): Promise<string[]> {
  * here passes (Forklift cannot reach it either, and its error says only that).
  */
 async function checkDestinations(cfg: ControllerConfig, deps: SourceReconcilerDeps & { networks: ClusterNetworkSource }, src: VMImportSource, ctx: ReconcileContext): Promise<SourceObservation['gate']> {
-  let urlHost: string | undefined;
-  try {
-    urlHost = new URL(src.spec.url).hostname.replace(/^\[|\]$/g, '');
-  } catch {
-    urlHost = undefined;
-  }
-  const targets = [...(urlHost ? [{ field: 'spec.url', host: urlHost }] : []), ...(src.spec.hosts ?? []).map((h, i) => ({ field: `spec.hosts[${i}].address`, host: h.address.trim() }))];
-  const cluster = await deps.networks.get();
   const gate = (message: string) => ({ reason: SourceReason.AddressNotAllowed, message });
+  // A URL whose destination cannot be judged (this parser cannot read it, or reads another host than
+  // Forklift's would) is not allowed: urlDestination.
+  const dest = urlDestination(src.spec.url);
+  if ('error' in dest) return gate(`spec.url ${dest.error}, so its destination cannot be checked against the platform's egress policy; write it as https://<host>/sdk`);
+  const urlHost = dest.host;
+  const targets = [{ field: 'spec.url', host: urlHost }, ...(src.spec.hosts ?? []).map((h, i) => ({ field: `spec.hosts[${i}].address`, host: h.address.trim() }))];
+  const cluster = await deps.networks.get();
   for (const t of targets) {
     if (isIPLiteral(t.host)) {
       const v = checkAddress(t.host, cfg.egress, cluster);
