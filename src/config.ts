@@ -40,6 +40,10 @@ export interface ControllerConfig {
   webhookValidatingConfiguration: string;
   webhookMutatingConfiguration: string;
   webhookCertDir: string;
+  /** PEM bundle file of the CA of the API server's client certificate; set, only that caller is answered. */
+  webhookClientCAFile?: string;
+  /** Accepted CNs / DNS SANs of that certificate (empty: any of the CA). */
+  webhookClientNames: string[];
   /** Secret in podNamespace holding the key ring that seals inline passwords (created when absent). */
   credentialsKeySecret: string;
   /** Where sources may point (platform values EGRESS_ALLOWED_NETWORKS, EGRESS_DENIED_NETWORKS, EGRESS_DENIED_NAMES). */
@@ -191,6 +195,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     webhookValidatingConfiguration: env.WEBHOOK_VALIDATING_CONFIGURATION || 'migration-controller-validating',
     webhookMutatingConfiguration: env.WEBHOOK_MUTATING_CONFIGURATION || 'migration-controller-early',
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/etc/migration-controller/webhook-tls',
+    ...(env.WEBHOOK_CLIENT_CA_FILE ? { webhookClientCAFile: env.WEBHOOK_CLIENT_CA_FILE } : {}),
+    webhookClientNames: (env.WEBHOOK_CLIENT_NAMES ?? '').split(/[\s,]+/).filter(Boolean),
     credentialsKeySecret: env.CREDENTIALS_KEY_SECRET || 'migration-controller-credentials-key',
     egress,
     podNamespace,

@@ -1,7 +1,6 @@
 // VMImportSource reconciler (thin): read the source, project its credentials, drive Forklift's Providers
 // and Hosts, mirror Forklift's verdict into status, publish the VM inventory for pickers, clean up on delete.
 import type https from 'node:https';
-import type { Gauge } from 'prom-client';
 import { CONDITION_READY, SourceReason } from '../../api/conditions.ts';
 import {
   ANNOTATION_INVENTORY_TRUNCATED,
@@ -44,6 +43,7 @@ import { OwnershipConflict, ensureOwned, ownedBy } from './ownership.ts';
 import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
+import type { SourceReadiness } from '../../telemetry/metrics.ts';
 import { SealError, isSealed, sealedKid, unseal, type SealBinding } from '../../credentials/seal.ts';
 import { lookup } from 'node:dns/promises';
 import { ServiceCIDRResolver } from '../../preflight/cidr.ts';
@@ -94,8 +94,8 @@ const REQUEUE_DELETION_HELD_MS = 30_000;
 export interface SourceReconcilerDeps {
   /** Builds the inventory client (tests inject one). */
   inventory?: (ctx: ReconcileContext) => InventoryClient;
-  /** `migration_controller_source_ready{namespace,source}` (the chart's SourceLostReadiness alert). */
-  sourceReady?: Gauge<'namespace' | 'source'>;
+  /** Each source's readiness, published per namespace (`migration_controller_sources`; the chart's SourceLostReadiness alert). */
+  sourceReady?: Pick<SourceReadiness, 'set' | 'remove'>;
   /** Opens sealed passwords (enc:v2:…, and enc:v1:… of earlier versions) to project Forklift's Secrets. */
   keyring?: KeyringSource;
   /** Resolves a host name to its addresses (default: the system resolver, as Forklift's pods resolve). */
