@@ -96,7 +96,7 @@ const BASE: Grant[] = [
     scope: 'cluster',
     groups: 'admissionregistration.k8s.io',
     resources: 'validatingwebhookconfigurations,mutatingwebhookconfigurations',
-    verbs: 'get,patch,update',
+    verbs: 'get,update',
     names: 'migration-controller-early,migration-controller-validating',
     why: 'selfManaged certificates: the caBundle of its own two configurations',
   },
