@@ -75,10 +75,11 @@ const REQUEUE_READY_MS = 5 * 60_000;
 // A foreign Secret going away or vCenter accepting the credentials again produces no event we watch
 // (foreign Secrets are outside our label-selected Secret watch): look again every 10 s.
 const REQUEUE_GATE_MS = 10_000;
-// AddressNotAllowed is re-judged as often: a DNS answer that changes back (or a policy change) is seen.
+// AddressNotAllowed is re-judged as often: a DNS answer that changes back (or a policy change) is seen;
+// NameConflict too: the object in the way (another source's, or one still being deleted) may go.
 // AuthenticationFailed from a refused Secret is not among them: see credentials.ts (retried on a spec
 // change or at status.credentialsRejected.retryAfter).
-const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.HostUnreachable, SourceReason.AddressNotAllowed]);
+const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.HostUnreachable, SourceReason.AddressNotAllowed, SourceReason.NameConflict]);
 /** Never requeue sooner than this for a held-back refusal (clock skew between replicas). */
 const MIN_HELD_REQUEUE_MS = 1_000;
 // An upgrade of Forklift replaces its Plan CRD, which no watch of ours reports to a source: look again
