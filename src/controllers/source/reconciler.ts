@@ -247,7 +247,7 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
   const obs: SourceObservation = { source: src, now: ctx.now() };
   let result: Result = {};
   obs.gate = await materialise(cfg, deps, src, ctx, obs).catch((e: unknown) => {
-    // A child's name is taken by an object that is not this source's: nothing of it was written.
+    // A child's name is taken by an object that is not this source's: that object was left as it is.
     if (e instanceof OwnershipConflict) return { reason: SourceReason.NameConflict, message: e.message };
     throw e;
   });
