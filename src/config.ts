@@ -23,6 +23,8 @@ export interface ControllerConfig {
   healthPort: number;
   /** /metrics; 0 = any free port; equal to healthPort = served by the same listener. */
   metricsPort: number;
+  /** `kubernetes`: /metrics answers only a bearer token the API server allows `get` on /metrics (src/telemetry/metrics-auth.ts). */
+  metricsAuth: 'none' | 'kubernetes';
   /** Admission webhook (served by src/webhook). */
   webhookPort: number;
   /**
@@ -188,6 +190,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     serviceCIDR: get('service-cidr', 'SERVICE_CIDR') || undefined,
     healthPort: parsePort(get('health-port', 'HEALTH_PORT') ?? '8081', '--health-port'),
     metricsPort: parsePort(get('metrics-port', 'METRICS_PORT') ?? '8080', '--metrics-port'),
+    metricsAuth: parseMetricsAuth(env.METRICS_AUTH),
     webhookPort: parsePort(get('webhook-port', 'WEBHOOK_PORT') ?? '9443', '--webhook-port'),
     webhookMode: webhookMode as ControllerConfig['webhookMode'],
     webhookSecretName: env.WEBHOOK_SECRET_NAME || 'migration-controller-webhook-tls',
@@ -206,4 +209,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     pollIntervalMs,
     guestConversion,
   };
+}
+
+function parseMetricsAuth(v: string | undefined): 'none' | 'kubernetes' {
+  if (v === undefined || v === '' || v === 'none') return 'none';
+  if (v === 'kubernetes') return 'kubernetes';
+  throw new ConfigError(`METRICS_AUTH: unknown mode ${v} (none or kubernetes)`);
 }

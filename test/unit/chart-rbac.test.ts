@@ -135,3 +135,16 @@ test('the controller can create Services nowhere but its own namespace, and neve
   const pv = grants.find((g) => g.resources === 'persistentvolumes')!;
   assert.ok(!/update|delete|create/.test(pv.verbs));
 });
+
+test('metrics.authorization adds exactly a TokenReview create for the controller, and a /metrics reader role bound to the named scrapers', () => {
+  const values = { metrics: { authorization: { enabled: true, scrapers: [{ namespace: 'cozy-monitoring', name: 'vmagent' }] } } };
+  assertExactly(values, [...BASE, { scope: 'cluster', groups: 'authentication.k8s.io', resources: 'tokenreviews', verbs: 'create', why: "metrics.authorization: a scraper's bearer token is reviewed before /metrics answers" }]);
+  const objs = render(values);
+  const reader = objs.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'migration-controller-metrics-reader')!;
+  assert.deepEqual(reader.rules, [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+  const binding = objs.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'migration-controller-metrics-reader')!;
+  assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'vmagent', namespace: 'cozy-monitoring' }]);
+  const d = objs.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } } };
+  assert.ok(d.spec.template.spec.containers[0]!.env.some((e) => e.name === 'METRICS_AUTH' && e.value === 'kubernetes'));
+  assert.equal(render({}).filter((o) => o.metadata.name === 'migration-controller-metrics-reader').length, 0, 'nothing of it by default');
+});
