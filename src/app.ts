@@ -6,6 +6,7 @@ import { buildReconcilers } from './controllers/index.ts';
 import { KubeEventRecorder } from './telemetry/events.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
+import { kubernetesMetricsAuthorizer } from './telemetry/metrics-auth.ts';
 import { replicaReady, startHealthServer, type HealthServer } from './runtime/health.ts';
 import { startControllerWebhook, type ControllerWebhook } from './webhook/run.ts';
 import { KubeClient } from './runtime/kube.ts';
@@ -83,11 +84,12 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   const role = (): string => (elector ? (elector.isLeader() ? 'leader' : 'standby') : 'disabled') + (webhook ? ', webhook serving' : '');
   const ready = (): boolean => replicaReady({ webhookRequired: cfg.webhookMode !== 'off', webhookServing: webhook !== undefined, cachesSynced: manager.ready() });
   const servers: HealthServer[] = [];
-  const health = await startHealthServer(cfg.healthPort, { ready, role, registry: metrics.registry });
+  const authorizeMetrics = cfg.metricsAuth === 'kubernetes' ? kubernetesMetricsAuthorizer(webhookClient) : undefined;
+  const health = await startHealthServer(cfg.healthPort, { ready, role, registry: metrics.registry, authorizeMetrics });
   servers.push(health);
   let metricsServer = health;
   if (cfg.metricsPort !== cfg.healthPort || cfg.metricsPort === 0) {
-    metricsServer = await startHealthServer(cfg.metricsPort, { ready, role, registry: metrics.registry });
+    metricsServer = await startHealthServer(cfg.metricsPort, { ready, role, registry: metrics.registry, authorizeMetrics });
     servers.push(metricsServer);
   }
 

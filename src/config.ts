@@ -23,6 +23,8 @@ export interface ControllerConfig {
   healthPort: number;
   /** /metrics; 0 = any free port; equal to healthPort = served by the same listener. */
   metricsPort: number;
+  /** `kubernetes`: /metrics answers only a bearer token the API server allows `get` on /metrics (src/telemetry/metrics-auth.ts). */
+  metricsAuth: 'none' | 'kubernetes';
   /** Admission webhook (served by src/webhook). */
   webhookPort: number;
   /**
@@ -40,6 +42,10 @@ export interface ControllerConfig {
   webhookValidatingConfiguration: string;
   webhookMutatingConfiguration: string;
   webhookCertDir: string;
+  /** PEM bundle file of the CA of the API server's client certificate; set, only that caller is answered. */
+  webhookClientCAFile?: string;
+  /** Accepted CNs / DNS SANs of that certificate (empty: any of the CA). */
+  webhookClientNames: string[];
   /** Secret in podNamespace holding the key ring that seals inline passwords (created when absent). */
   credentialsKeySecret: string;
   /** Where sources may point (platform values EGRESS_ALLOWED_NETWORKS, EGRESS_DENIED_NETWORKS, EGRESS_DENIED_NAMES). */
@@ -184,6 +190,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     serviceCIDR: get('service-cidr', 'SERVICE_CIDR') || undefined,
     healthPort: parsePort(get('health-port', 'HEALTH_PORT') ?? '8081', '--health-port'),
     metricsPort: parsePort(get('metrics-port', 'METRICS_PORT') ?? '8080', '--metrics-port'),
+    metricsAuth: parseMetricsAuth(env.METRICS_AUTH),
     webhookPort: parsePort(get('webhook-port', 'WEBHOOK_PORT') ?? '9443', '--webhook-port'),
     webhookMode: webhookMode as ControllerConfig['webhookMode'],
     webhookSecretName: env.WEBHOOK_SECRET_NAME || 'migration-controller-webhook-tls',
@@ -191,6 +198,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     webhookValidatingConfiguration: env.WEBHOOK_VALIDATING_CONFIGURATION || 'migration-controller-validating',
     webhookMutatingConfiguration: env.WEBHOOK_MUTATING_CONFIGURATION || 'migration-controller-early',
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/etc/migration-controller/webhook-tls',
+    ...(env.WEBHOOK_CLIENT_CA_FILE ? { webhookClientCAFile: env.WEBHOOK_CLIENT_CA_FILE } : {}),
+    webhookClientNames: (env.WEBHOOK_CLIENT_NAMES ?? '').split(/[\s,]+/).filter(Boolean),
     credentialsKeySecret: env.CREDENTIALS_KEY_SECRET || 'migration-controller-credentials-key',
     egress,
     podNamespace,
@@ -200,4 +209,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     pollIntervalMs,
     guestConversion,
   };
+}
+
+function parseMetricsAuth(v: string | undefined): 'none' | 'kubernetes' {
+  if (v === undefined || v === '' || v === 'none') return 'none';
+  if (v === 'kubernetes') return 'kubernetes';
+  throw new ConfigError(`METRICS_AUTH: unknown mode ${v} (none or kubernetes)`);
 }

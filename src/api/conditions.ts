@@ -44,6 +44,8 @@ export const SourceReason = {
   HostUnreachable: 'HostUnreachable',
   /** spec.url or a host address is (or resolves to) a destination the platform's egress policy denies. */
   AddressNotAllowed: 'AddressNotAllowed',
+  /** A Secret, Provider or Host this source would write exists and carries another source's owner label. */
+  NameConflict: 'NameConflict',
   Deleting: 'Deleting',
 } as const;
 export type SourceReason = (typeof SourceReason)[keyof typeof SourceReason];

@@ -57,7 +57,7 @@ export interface SecretKeyRef {
 export interface TLSCredentials {
   username: string;
   /**
-   * Written in plain text; stored sealed (`enc:v1:<kid>:<base64>`, src/credentials/seal.ts). Exactly one
+   * Written in plain text; stored sealed (`enc:v2:<kid>:<base64>`, bound to the endpoint; src/credentials/seal.ts). Exactly one
    * of password / secretRef.
    */
   password?: string;

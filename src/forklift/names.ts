@@ -58,3 +58,15 @@ export function planName(taskName: string, taskUID: string, vmId: string): strin
 export function migrationName(taskName: string, taskUID: string, vmId: string): string {
   return planName(taskName, taskUID, vmId);
 }
+
+/**
+ * The name of a projected Secret (the controller's namespace holds every tenant's): derived from the
+ * source's UID, which the API server assigns and no tenant chooses, so no source of any tenant can be
+ * given a name that maps onto another's Secret. A host's Secret adds 64 bits of the host id's SHA-256:
+ * host ids are chosen within one source, so only that source's own hosts could meet. At most 62
+ * characters (9 + 36 + 1 + 16), a valid DNS-1123 label.
+ */
+export function projectedSecretName(sourceUID: string, hostId?: string): string {
+  const uid = sanitizeLabel(sourceUID) || 'x';
+  return hostId === undefined ? `vmimport-${uid}` : `vmimport-${uid}-${shortHash(hostId, 16)}`;
+}

@@ -18,6 +18,7 @@ import {
 } from '../api/labels.ts';
 import { API_VERSION, KIND_SOURCE, type OwnerReference, type SourceHost, type TLSCredentials, type VMImportSource } from '../api/types.ts';
 import type { KubeObject } from '../runtime/kube.ts';
+import { projectedSecretName } from './names.ts';
 
 export const FORKLIFT_API_VERSION = 'forklift.konveyor.io/v1beta1';
 
@@ -54,20 +55,24 @@ export function hostObjectName(source: string, hostId: string): string {
   return childName('vmimport', source, hostId);
 }
 /**
- * A projected Secret lives in the controller's namespace, not the tenant's (Forklift reads a Provider's
- * and a Host's Secret at spec.secret.namespace, so it need not sit beside them; docs/security.md): its
- * name carries the source's namespace and name, plus a hash of both so that "a-b"/"c" and "a"/"b-c"
- * never meet.
+ * The name projected Secrets had before they were derived from the source's UID (namespace, name and a
+ * 32-bit hash, cut to 63 characters: a tenant could search for a source name mapping onto another
+ * tenant's Secret). Read only to clean up a Secret of this very source left under it.
  */
-export function projectedSecretName(namespace: string, source: string, hostId?: string): string {
+export function legacyProjectedSecretName(namespace: string, source: string, hostId?: string): string {
   const h = createHash('sha256').update(JSON.stringify([namespace, source, hostId ?? null])).digest('hex').slice(0, 8);
   return childName('vmimport', namespace, source, ...(hostId ? [hostId] : []), h);
 }
+/**
+ * A projected Secret lives in the controller's namespace, not the tenant's (Forklift reads a Provider's
+ * and a Host's Secret at spec.secret.namespace, so it need not sit beside them; docs/security.md), named
+ * after the source's UID (src/forklift/names.ts).
+ */
 export function credentialsSecretName(src: VMImportSource): string {
-  return projectedSecretName(src.metadata.namespace!, src.metadata.name!);
+  return projectedSecretName(src.metadata.uid!);
 }
 export function hostSecretName(src: VMImportSource, hostId: string): string {
-  return projectedSecretName(src.metadata.namespace!, src.metadata.name!, hostId);
+  return projectedSecretName(src.metadata.uid!, hostId);
 }
 
 export function sourceOwnerRef(src: VMImportSource): OwnerReference {

@@ -18,9 +18,16 @@ export interface ClusterNetworks {
   serviceCIDRs: string[];
   /** From the nodes' spec.podCIDRs. */
   podCIDRs: string[];
+  /** The nodes' own addresses (status.addresses InternalIP/ExternalIP): a kubelet listens on each. */
+  nodeAddresses?: string[];
+  /** The API server's addresses, from the `kubernetes` Service's endpoints in `default`. */
+  apiServerAddresses?: string[];
 }
 
-/** Always denied: the node itself, link-local (cloud metadata at 169.254.169.254), unspecified, multicast. */
+/**
+ * Always denied: the node itself, link-local (cloud metadata at 169.254.169.254), unspecified, multicast,
+ * the carrier-grade NAT range and the clouds' metadata services outside link-local.
+ */
 export const BUILTIN_DENIED_NETWORKS: ReadonlyArray<{ cidr: string; rule: string }> = [
   { cidr: '127.0.0.0/8', rule: 'loopback' },
   { cidr: '::1/128', rule: 'loopback' },
@@ -31,13 +38,65 @@ export const BUILTIN_DENIED_NETWORKS: ReadonlyArray<{ cidr: string; rule: string
   { cidr: '224.0.0.0/4', rule: 'multicast' },
   { cidr: 'ff00::/8', rule: 'multicast' },
   { cidr: '255.255.255.255/32', rule: 'broadcast' },
+  // RFC 6598 shared address space: Cozystack's join network between nodes and pods (Kube-OVN's default
+  // join subnet 100.64.0.0/16) and Alibaba Cloud's metadata service 100.100.100.200 lie in it.
+  { cidr: '100.64.0.0/10', rule: 'carrier-grade NAT (platform join network)' },
+  // AWS EC2 User Guide, "Instance metadata service": the IPv6 endpoint fd00:ec2::254 (and the Amazon DNS
+  // server fd00:ec2::253, the Time Sync Service fd00:ec2::123) in AWS's reserved fd00:ec2::/32.
+  { cidr: 'fd00:ec2::/32', rule: 'cloud metadata (AWS)' },
+  // Google Cloud, "About VM metadata": the metadata server's IPv6 address fd20:ce::254.
+  { cidr: 'fd20:ce::254/128', rule: 'cloud metadata (Google Cloud)' },
+  // Oracle Cloud Infrastructure, "Getting Instance Metadata": the IPv6 endpoint fd00:c1::a9fe:a9fe.
+  { cidr: 'fd00:c1::a9fe:a9fe/128', rule: 'cloud metadata (Oracle Cloud)' },
+  // Microsoft Azure, "What is IP address 168.63.129.16?": the WireServer (VM agent, DNS, health probes).
+  { cidr: '168.63.129.16/32', rule: 'cloud platform endpoint (Azure WireServer)' },
 ];
 
 /**
  * Always denied names: the cluster's own DNS (Services answer at <svc>.<ns>.svc[.cluster.local]), the API
- * server's well-known names, and the node itself.
+ * server's well-known names, the node itself, and the clouds' metadata names (Google Cloud "About VM
+ * metadata": metadata.google.internal; AWS EC2 User Guide: instance-data.ec2.internal; a bare
+ * `metadata` or `instance-data` is a single label, denied below).
  */
-export const BUILTIN_DENIED_NAMES: readonly string[] = ['*.svc', '*.svc.cluster.local', '*.cluster.local', 'kubernetes', 'kubernetes.default', 'localhost', '*.localhost'];
+export const BUILTIN_DENIED_NAMES: readonly string[] = [
+  '*.svc',
+  '*.svc.cluster.local',
+  '*.cluster.local',
+  'kubernetes',
+  'kubernetes.default',
+  'localhost',
+  '*.localhost',
+  'metadata.google.internal',
+  'instance-data.ec2.internal',
+];
+
+/**
+ * The IPv4 addresses an IPv6 address carries, by the standard embeddings: a packet to it may reach that
+ * IPv4 host (through a NAT64 gateway, a 6to4 or Teredo relay, an ISATAP router, or the stack's own
+ * mapping). Each is judged as well, so [64:ff9b::a9fe:a9fe] is the metadata service it stands for.
+ */
+export function embeddedIPv4(addr: ipaddr.IPv6): Array<{ ip: ipaddr.IPv4; form: string }> {
+  const p = addr.parts; // eight 16-bit words
+  const v4 = (hi: number, lo: number, xor = 0): ipaddr.IPv4 => {
+    const n = (((hi << 16) | lo) ^ xor) >>> 0;
+    return new ipaddr.IPv4([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
+  };
+  const out: Array<{ ip: ipaddr.IPv4; form: string }> = [];
+  const zero = (from: number, to: number) => p.slice(from, to).every((w) => w === 0);
+  if (zero(0, 5) && p[5] === 0xffff) out.push({ ip: v4(p[6]!, p[7]!), form: 'IPv4-mapped ::ffff:0:0/96' }); // RFC 4291 §2.5.5.2
+  if (zero(0, 6)) out.push({ ip: v4(p[6]!, p[7]!), form: 'IPv4-compatible ::/96' }); // RFC 4291 §2.5.5.1
+  if (zero(0, 4) && p[4] === 0xffff && p[5] === 0) out.push({ ip: v4(p[6]!, p[7]!), form: 'IPv4-translated ::ffff:0:0:0/96' }); // RFC 2765
+  if (p[0] === 0x64 && p[1] === 0xff9b && zero(2, 6)) out.push({ ip: v4(p[6]!, p[7]!), form: 'NAT64 64:ff9b::/96' }); // RFC 6052
+  if (p[0] === 0x64 && p[1] === 0xff9b && p[2] === 1) out.push({ ip: v4(p[6]!, p[7]!), form: 'local NAT64 64:ff9b:1::/48' }); // RFC 8215
+  if (p[0] === 0x2002) out.push({ ip: v4(p[1]!, p[2]!), form: '6to4 2002::/16' }); // RFC 3056
+  if (p[0] === 0x2001 && p[1] === 0) {
+    // RFC 4380 Teredo: the server's IPv4 in words 2-3, the client's (bits inverted) in words 6-7.
+    out.push({ ip: v4(p[2]!, p[3]!), form: 'Teredo server 2001::/32' });
+    out.push({ ip: v4(p[6]!, p[7]!, 0xffffffff), form: 'Teredo client 2001::/32' });
+  }
+  if ((p[4] === 0 || p[4] === 0x200) && p[5] === 0x5efe) out.push({ ip: v4(p[6]!, p[7]!), form: 'ISATAP ::5efe:0:0/96' }); // RFC 5214
+  return out;
+}
 
 export const EMPTY_POLICY: EgressPolicy = { allowedNetworks: [], deniedNetworks: [], deniedNames: [] };
 
@@ -47,8 +106,7 @@ export type EgressVerdict = { allowed: true } | { allowed: false; rule: string }
 // every built-in and configured network. The parsed objects are shared: callers only read them.
 const parse = memoize((ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined => {
   try {
-    // process(): an IPv4-mapped IPv6 address (::ffff:127.0.0.1) is judged as the IPv4 address it is.
-    return ipaddr.process(ip.trim().replace(/^\[|\]$/g, ''));
+    return ipaddr.parse(ip.trim().replace(/^\[|\]$/g, ''));
   } catch {
     return undefined;
   }
@@ -72,15 +130,35 @@ export function isIPLiteral(host: string): boolean {
   return /^[[\]0-9a-fA-F:.]+$/.test(host.trim()) && parse(host) !== undefined;
 }
 
-/** The verdict on one IP address. `rule` names the network and why it is denied. */
+function sameAddress(a: ipaddr.IPv4 | ipaddr.IPv6, s: string): boolean {
+  const b = parse(s);
+  return !!b && a.kind() === b.kind() && a.toNormalizedString() === b.toNormalizedString();
+}
+
+/** The denials of one address as it is (no embedded forms). */
+function deniedAs(addr: ipaddr.IPv4 | ipaddr.IPv6, policy: EgressPolicy, cluster: ClusterNetworks): string | undefined {
+  for (const b of BUILTIN_DENIED_NETWORKS) if (inCIDR(addr, b.cidr)) return `${b.rule} ${b.cidr}`;
+  for (const c of cluster.serviceCIDRs) if (inCIDR(addr, c)) return `the cluster's Service CIDR ${c}`;
+  for (const c of cluster.podCIDRs) if (inCIDR(addr, c)) return `the cluster's pod CIDR ${c}`;
+  for (const a of cluster.nodeAddresses ?? []) if (sameAddress(addr, a)) return `a node's own address ${a}`;
+  for (const a of cluster.apiServerAddresses ?? []) if (sameAddress(addr, a)) return `the API server's address ${a}`;
+  for (const c of policy.deniedNetworks) if (inCIDR(addr, c)) return `the platform's denied network ${c}`;
+  return undefined;
+}
+
+/**
+ * The verdict on one IP address. `rule` names the network and why it is denied. An IPv6 address is
+ * judged as itself and as every IPv4 address it embeds; the allow-list must hold each of them too.
+ */
 export function checkAddress(ip: string, policy: EgressPolicy, cluster: ClusterNetworks): EgressVerdict {
   const addr = parse(ip);
   if (!addr) return { allowed: false, rule: 'not an IP address' };
-  for (const b of BUILTIN_DENIED_NETWORKS) if (inCIDR(addr, b.cidr)) return { allowed: false, rule: `${b.rule} ${b.cidr}` };
-  for (const c of cluster.serviceCIDRs) if (inCIDR(addr, c)) return { allowed: false, rule: `the cluster's Service CIDR ${c}` };
-  for (const c of cluster.podCIDRs) if (inCIDR(addr, c)) return { allowed: false, rule: `the cluster's pod CIDR ${c}` };
-  for (const c of policy.deniedNetworks) if (inCIDR(addr, c)) return { allowed: false, rule: `the platform's denied network ${c}` };
-  if (policy.allowedNetworks.length && !policy.allowedNetworks.some((c) => inCIDR(addr, c))) {
+  const forms: Array<{ ip: ipaddr.IPv4 | ipaddr.IPv6; form?: string }> = [{ ip: addr }, ...(addr.kind() === 'ipv6' ? embeddedIPv4(addr as ipaddr.IPv6) : [])];
+  for (const f of forms) {
+    const rule = deniedAs(f.ip, policy, cluster);
+    if (rule) return { allowed: false, rule: f.form ? `${rule}, embedded as ${f.ip.toString()} in the ${f.form} form` : rule };
+  }
+  if (policy.allowedNetworks.length && !forms.every((f) => policy.allowedNetworks.some((c) => inCIDR(f.ip, c)))) {
     return { allowed: false, rule: `outside the platform's allowed networks ${policy.allowedNetworks.join(', ')}` };
   }
   return { allowed: true };
@@ -122,4 +200,27 @@ export function parseEgressPolicy(env: { allowed?: string; denied?: string; deni
 export function notAllowedMessage(field: string, host: string, rule: string, resolvedFrom?: string): string {
   const what = resolvedFrom ? `${resolvedFrom} resolves to ${host}, which` : `${host}`;
   return `${field}: ${what} is not an allowed destination (${rule}); a source must point at a vCenter or ESXi host outside the cluster's own networks`;
+}
+
+/**
+ * The host a URL points at, judged the way every parser on its path reads it, or why it cannot be.
+ * Node's WHATWG parser and Forklift's (Go's net/url) disagree on odd forms: Node rewrites 0x7f.1 to
+ * 127.0.0.1 and decodes percent-escapes, Go keeps them and hands them to the resolver. A host is
+ * accepted only when Node's canonical form is what is written (case aside), so both read the same
+ * host; anything else, and a URL Node does not parse at all, is not judged and therefore not allowed.
+ */
+export function urlDestination(url: string): { host: string } | { error: string } {
+  const t = url.trim();
+  let parsed: URL;
+  try {
+    parsed = new URL(t);
+  } catch {
+    return { error: 'does not parse as a URL' };
+  }
+  const written = /^[a-z][a-z0-9+.-]*:\/\/(?:[^/?#@]*@)?([^/?#]*)/i.exec(t)?.[1] ?? '';
+  if (!parsed.hostname) return { error: 'has no host' };
+  // The scheme's default port is dropped by the parser, not changed: https://vc:443/ is https://vc/.
+  const plain = parsed.protocol === 'https:' && parsed.port === '' ? written.toLowerCase().replace(/:443$/, '') : written.toLowerCase();
+  if (plain !== parsed.host) return { error: `writes its host ${JSON.stringify(written.slice(0, 80))} in a form parsers read differently; write it as ${parsed.host}` };
+  return { host: parsed.hostname.replace(/^\[|\]$/g, '') };
 }

@@ -17,15 +17,80 @@ export function looksLikeThumbprint(s: string): boolean {
 
 export const THUMBPRINT_MESSAGE = 'a SHA-1 thumbprint does not work here; paste the PEM CA certificate that signed the server\'s certificate (-----BEGIN CERTIFICATE----- …)';
 
-const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
+/**
+ * Bound of a PEM block's label (CERTIFICATE, RSA PRIVATE KEY, …): the longest RFC 7468 label is far
+ * shorter; a longer run is not a label, and the scan never looks further for one.
+ */
+const MAX_PEM_LABEL = 64;
+const BEGIN = '-----BEGIN ';
+const END = '-----END ';
+const DASHES = '-----';
+
+/** The blocks of a PEM text and the characters the scan visited (at most a small multiple of its length). */
+export interface PemScan {
+  blocks: Array<{ label: string; text: string }>;
+  steps: number;
+}
+
+/**
+ * The PEM blocks of `pem`, in one pass: each `-----BEGIN <label>-----` opens a block, the next
+ * `-----END <same label>-----` closes it, and whatever was open starts afresh after a close. Linear in
+ * the input: every boundary marker is read once and a label is read at most MAX_PEM_LABEL characters far.
+ * (The regular expression it replaces, /-----BEGIN (…)-----([\s\S]*?)-----END \1-----/g, searched to
+ * the end of the text again from every unmatched BEGIN: quadratic in the input.)
+ */
+export function scanPem(pem: string): PemScan {
+  const blocks: PemScan['blocks'] = [];
+  const open = new Map<string, number>();
+  let steps = 0;
+  let i = 0;
+  const label = (from: number): { label: string; next: number } | undefined => {
+    const stop = Math.min(pem.length, from + MAX_PEM_LABEL + DASHES.length);
+    for (let j = from; j < stop; j++) {
+      steps++;
+      const ch = pem.charCodeAt(j);
+      if (ch === 45 /* - */) return pem.startsWith(DASHES, j) && j > from ? { label: pem.slice(from, j), next: j + DASHES.length } : undefined;
+      const ok = (ch >= 65 && ch <= 90) || (ch >= 48 && ch <= 57) || ch === 32;
+      if (!ok) return undefined;
+    }
+    return undefined;
+  };
+  while (i < pem.length) {
+    const at = pem.indexOf(DASHES, i);
+    if (at < 0) {
+      steps += pem.length - i;
+      break;
+    }
+    steps += at - i + DASHES.length;
+    if (pem.startsWith(BEGIN, at)) {
+      const l = label(at + BEGIN.length);
+      if (l) {
+        if (!open.has(l.label)) open.set(l.label, at);
+        i = l.next;
+        continue;
+      }
+    } else if (pem.startsWith(END, at)) {
+      const l = label(at + END.length);
+      if (l) {
+        const start = open.get(l.label);
+        if (start !== undefined) {
+          blocks.push({ label: l.label, text: pem.slice(start, l.next) });
+          open.clear();
+        }
+        i = l.next;
+        continue;
+      }
+    }
+    i = at + 1;
+  }
+  return { blocks, steps };
+}
 
 /** The CERTIFICATE blocks of a PEM bundle. */
 export function pemCertificates(pem: string): string[] {
-  const out: string[] = [];
-  for (const m of pem.matchAll(PEM_BLOCK)) {
-    if (m[1] === 'CERTIFICATE') out.push(m[0]);
-  }
-  return out;
+  return scanPem(pem)
+    .blocks.filter((b) => b.label === 'CERTIFICATE')
+    .map((b) => b.text);
 }
 
 function isSelfSigned(c: X509Certificate): boolean {
@@ -67,10 +132,11 @@ function computeCACertProblem(pem: string): string | undefined {
   const t = pem.trim();
   if (looksLikeThumbprint(t)) return THUMBPRINT_MESSAGE;
   if (SHA256_COLONS.test(t) || SHA256_HEX.test(t)) return 'a certificate fingerprint does not work here; paste the PEM CA certificate that signed the server\'s certificate (-----BEGIN CERTIFICATE----- …)';
-  if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(t) && pemCertificates(t).length === 0) {
+  const scanned = scanPem(t).blocks;
+  const blocks = scanned.filter((b) => b.label === 'CERTIFICATE').map((b) => b.text);
+  if (blocks.length === 0 && (scanned.some((b) => b.label.endsWith('PRIVATE KEY')) || hasPrivateKeyHeader(t))) {
     return 'holds a private key, not a certificate; paste the PEM CA certificate (and do not share that key)';
   }
-  const blocks = pemCertificates(t);
   if (blocks.length === 0) return 'is not a PEM certificate; expected a block starting with -----BEGIN CERTIFICATE-----';
   let parsed = 0;
   for (const b of blocks) {
@@ -85,6 +151,16 @@ function computeCACertProblem(pem: string): string | undefined {
   }
   if (parsed === 0) return 'does not parse as an X.509 certificate; paste the PEM CA certificate exactly as exported';
   return 'is a certificate issued by another CA, not a CA itself; paste the CA certificate that signed the server\'s certificate (or the server\'s own certificate if it is self-signed)';
+}
+
+/** A BEGIN line of a private key, whether or not its block is closed (linear: indexOf and a bounded label). */
+function hasPrivateKeyHeader(t: string): boolean {
+  for (let at = t.indexOf(BEGIN); at >= 0; at = t.indexOf(BEGIN, at + 1)) {
+    const window = t.slice(at + BEGIN.length, at + BEGIN.length + MAX_PEM_LABEL + DASHES.length);
+    const end = window.indexOf(DASHES);
+    if (end > 0 && /^[A-Z ]*PRIVATE KEY$/.test(window.slice(0, end))) return true;
+  }
+  return false;
 }
 
 /** Warnings about a usable CA bundle (expiry). */

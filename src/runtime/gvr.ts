@@ -24,6 +24,7 @@ export const GVRs = {
   // core
   Namespace: g('', 'v1', 'namespaces', 'Namespace', false),
   Node: g('', 'v1', 'nodes', 'Node', false),
+  EndpointSlice: g('discovery.k8s.io', 'v1', 'endpointslices', 'EndpointSlice'),
   Secret: g('', 'v1', 'secrets', 'Secret'),
   ConfigMap: g('', 'v1', 'configmaps', 'ConfigMap'),
   Event: g('', 'v1', 'events', 'Event'),

@@ -8,6 +8,8 @@ export interface HealthSources {
   /** 'leader' | 'standby' | 'disabled' (+ ', webhook serving') — reported on /readyz; a standby is ready too. */
   role: () => string;
   registry: Registry;
+  /** When set, /metrics answers only a request it allows (its Authorization header); others get 401. */
+  authorizeMetrics?: (authorization: string | undefined) => Promise<boolean>;
 }
 
 /**
@@ -39,9 +41,12 @@ export async function startHealthServer(port: number, src: HealthSources, host =
       return;
     }
     if (path === '/metrics') {
-      src.registry
-        .metrics()
-        .then((body) => res.writeHead(200, { 'Content-Type': src.registry.contentType }).end(body))
+      void (src.authorizeMetrics ? src.authorizeMetrics(req.headers.authorization) : Promise.resolve(true))
+        .then(async (allowed) => {
+          if (!allowed) return void res.writeHead(401, { 'Content-Type': 'text/plain' }).end('scrape with a bearer token allowed to get /metrics');
+          const body = await src.registry.metrics();
+          res.writeHead(200, { 'Content-Type': src.registry.contentType }).end(body);
+        })
         .catch((e: Error) => res.writeHead(500).end(e.message));
       return;
     }

@@ -30,7 +30,12 @@ export class Metrics {
   // Domain metrics the chart's PrometheusRule alerts on (charts/migration-controller/templates/monitoring.yaml).
   readonly imports: Counter<'namespace' | 'outcome' | 'reason'>;
   readonly vmStalled: Gauge<'namespace' | 'task' | 'vm'>;
-  readonly sourceReady: Gauge<'namespace' | 'source'>;
+  /**
+   * Each source's readiness, kept per source and published per namespace only
+   * (`migration_controller_sources{namespace,ready}`): a cluster-wide series naming every tenant's
+   * sources would map the platform for whoever reads the metrics.
+   */
+  readonly sourceReady: SourceReadiness;
 
   constructor(o: { defaultMetrics?: boolean } = {}) {
     this.registry = new Registry();
@@ -61,7 +66,9 @@ export class Metrics {
     this.leader = new Gauge({ name: metricName('leader'), help: '1 while this instance holds the leader lease.', registers });
     this.imports = new Counter({ name: metricName('imports_total'), help: 'VM imports that reached a final phase, by namespace, outcome (succeeded, failed) and reason.', labelNames: ['namespace', 'outcome', 'reason'], registers });
     this.vmStalled = new Gauge({ name: metricName('vm_stalled'), help: '1 while a VM transfer has made no progress for the stall timeout (series removed when it moves again or ends).', labelNames: ['namespace', 'task', 'vm'], registers });
-    this.sourceReady = new Gauge({ name: metricName('source_ready'), help: '1 when the VMImportSource is Ready=True, else 0 (series removed when the source is deleted).', labelNames: ['namespace', 'source'], registers });
+    this.sourceReady = new SourceReadiness(
+      new Gauge({ name: metricName('sources'), help: 'VMImportSources by namespace and readiness (ready = true when Ready=True); the series of a namespace goes with its last source.', labelNames: ['namespace', 'ready'], registers }),
+    );
     const sizes = (): Record<string, number> => this.cacheSizes?.() ?? {};
     this.cacheObjects = new Gauge({
       name: metricName('cache_objects'),
@@ -99,5 +106,41 @@ export class Metrics {
       },
     });
     if (o.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
+  }
+}
+
+/**
+ * Sources' readiness, counted per namespace. Takes the calls a per-source gauge would (set, remove, by
+ * namespace and source name) so its users need not know that the name never reaches a series.
+ */
+export class SourceReadiness {
+  private readonly gauge: Gauge<'namespace' | 'ready'>;
+  private readonly byNamespace = new Map<string, Map<string, boolean>>();
+  constructor(gauge: Gauge<'namespace' | 'ready'>) {
+    this.gauge = gauge;
+  }
+  set(labels: { namespace: string; source: string }, value: number): void {
+    let m = this.byNamespace.get(labels.namespace);
+    if (!m) this.byNamespace.set(labels.namespace, (m = new Map()));
+    m.set(labels.source, value === 1);
+    this.publish(labels.namespace);
+  }
+  remove(labels: { namespace: string; source: string }): void {
+    const m = this.byNamespace.get(labels.namespace);
+    if (!m?.delete(labels.source)) return;
+    this.publish(labels.namespace);
+  }
+  private publish(namespace: string): void {
+    const m = this.byNamespace.get(namespace);
+    if (!m?.size) {
+      this.byNamespace.delete(namespace);
+      this.gauge.remove({ namespace, ready: 'true' });
+      this.gauge.remove({ namespace, ready: 'false' });
+      return;
+    }
+    let ready = 0;
+    for (const r of m.values()) if (r) ready++;
+    this.gauge.set({ namespace, ready: 'true' }, ready);
+    this.gauge.set({ namespace, ready: 'false' }, m.size - ready);
   }
 }

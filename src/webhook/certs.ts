@@ -92,6 +92,27 @@ export function generateServingCert(ca: PEMPair, o: { commonName: string; dnsNam
   return { certPEM: forge.pki.certificateToPem(cert), keyPEM: k.privPEM };
 }
 
+/**
+ * A client certificate (extKeyUsage clientAuth): what an API server presents to the webhook when its
+ * admission configuration names one (docs/security.md). The webhook checks the chain and the name.
+ */
+export function generateClientCert(ca: PEMPair, o: { commonName: string; validityMs: number; now?: Date }): PEMPair {
+  const now = o.now ?? new Date();
+  const caCert = forge.pki.certificateFromPem(ca.certPEM);
+  const caKey = forge.pki.privateKeyFromPem(ca.keyPEM);
+  const k = newKey();
+  const notAfter = new Date(Math.min(now.getTime() + o.validityMs, caCert.validity.notAfter.getTime()));
+  const cert = baseCert(o.commonName, k.pub, new Date(now.getTime() - BACKDATE_MS), notAfter);
+  cert.setIssuer(caCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', clientAuth: true },
+  ]);
+  cert.sign(caKey, forge.md.sha256.create());
+  return { certPEM: forge.pki.certificateToPem(cert), keyPEM: k.privPEM };
+}
+
 export function certValidity(pem: string): { notBefore: Date; notAfter: Date; serial: string } {
   const c = new X509Certificate(pem);
   return { notBefore: new Date(c.validFrom), notAfter: new Date(c.validTo), serial: c.serialNumber };

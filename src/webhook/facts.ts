@@ -7,7 +7,7 @@ import type { ServiceCIDRResolver } from '../preflight/cidr.ts';
 import type { StorageClassLike } from '../preflight/storage.ts';
 import { asArray, asObject, asString, type Fact, type JsonObject } from './fields.ts';
 import type { SourceFacts } from './validate-source.ts';
-import { listPodCIDRs } from '../preflight/podcidr.ts';
+import { apiServerAddresses, listNodeNetworks } from '../preflight/podcidr.ts';
 import { vmConcerns } from '../forklift/assess.ts';
 import type { EgressPolicy } from '../preflight/egress.ts';
 import type { CachedFact, InventoryHost, InventoryReader, InventoryVM, QuotaLike, TaskFacts } from './validate-task.ts';
@@ -163,6 +163,13 @@ export interface Gathered<F> {
   cachedFacts: Set<CachedFact>;
 }
 
+/** What the nodes and the API server's endpoints say about the cluster's own addresses. */
+export interface NodeNetworks {
+  podCIDRs: string[];
+  nodeAddresses: string[];
+  apiServerAddresses: string[];
+}
+
 export class FactsGatherer {
   private readonly o: Required<Omit<FactsOptions, 'inventory' | 'probeNamespace'>> & Pick<FactsOptions, 'inventory' | 'probeNamespace'>;
   private readonly cache = new TTLCache();
@@ -197,11 +204,14 @@ export class FactsGatherer {
 
   async sourceFacts(namespace: string, needCIDR: boolean, egress?: EgressPolicy): Promise<Gathered<SourceFacts>> {
     const flags = { cached: false };
-    const [serviceCIDRs, podCIDRs] = await Promise.all([
+    const none: NodeNetworks = { podCIDRs: [], nodeAddresses: [], apiServerAddresses: [] };
+    const [serviceCIDRs, cluster] = await Promise.all([
       needCIDR ? this.serviceCIDRs(namespace) : Promise.resolve({ value: undefined }),
-      egress && needCIDR ? this.fact('podcidrs', this.o.cacheTtlMs, 'listing nodes', () => listPodCIDRs(this.o.client), false, flags) : Promise.resolve({ value: [] as string[] }),
+      egress && needCIDR
+        ? this.fact('nodenetworks', this.o.cacheTtlMs, 'listing nodes and the API server\'s endpoints', async () => ({ ...(await listNodeNetworks(this.o.client)), apiServerAddresses: await apiServerAddresses(this.o.client) }), false, flags)
+        : Promise.resolve({ value: none }),
     ]);
-    return { facts: { serviceCIDRs, ...(egress ? { egress: { policy: egress, podCIDRs } } : {}) }, usedCache: flags.cached, cachedFacts: new Set() };
+    return { facts: { serviceCIDRs, ...(egress ? { egress: { policy: egress, cluster } } : {}) }, usedCache: flags.cached, cachedFacts: new Set() };
   }
 
   /**

@@ -1,5 +1,6 @@
 // The admission webhook as part of the controller process (ControllerConfig.webhookMode). Stateless:
 // every replica serves it, leader or not.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ControllerConfig } from '../config.ts';
@@ -42,8 +43,12 @@ export async function startControllerWebhook(cfg: ControllerConfig, client: Kube
     certs = new StaticCerts({ cert: serving.certPEM, key: serving.keyPEM });
     localCA = ca.certPEM;
   }
+  // The API server's client CA, read at start: after that CA rotates, restart the replicas
+  // (docs/security.md).
+  const clientAuth = cfg.webhookClientCAFile ? { caPEM: readFileSync(cfg.webhookClientCAFile, 'utf8'), names: cfg.webhookClientNames } : undefined;
   const server = await startWebhookServer({
     port: cfg.webhookPort,
+    clientAuth,
     host: cfg.webhookMode === 'local' ? '127.0.0.1' : undefined,
     client,
     certs,

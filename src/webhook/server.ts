@@ -4,9 +4,11 @@
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../runtime/kube.ts';
-import { GROUP, KIND_SOURCE, KIND_TASK } from '../api/types.ts';
+import { GROUP, KIND_SOURCE, KIND_TASK, PLURAL_SOURCE, PLURAL_TASK } from '../api/types.ts';
+import { boundProblems } from './bounds.ts';
 import { sourceSchemaProblems, taskSchemaProblems } from '../api/models.ts';
 import { ServiceCIDRResolver } from '../preflight/cidr.ts';
 import type { CertSource } from './certs.ts';
@@ -48,6 +50,13 @@ export interface WebhookServerOptions {
   keyring: KeyringSource;
   /** The platform's egress policy for sources (default: the built-in denials only). */
   egress?: EgressPolicy;
+  /**
+   * Who may call: when set, every review must come over a connection whose client certificate chains to
+   * `caPEM` (and, when `names` is non-empty, whose subject CN or a DNS SAN is one of them): the API
+   * server's, as its admission configuration presents it (docs/security.md). Any other caller gets 401
+   * and no AdmissionReview: no facts, no sealed value, no verdict.
+   */
+  clientAuth?: ClientAuth;
   /** Judges the request's user (SubjectAccessReview by default). */
   access?: AccessChecker;
   inventory?: InventoryReader;
@@ -64,6 +73,25 @@ export interface WebhookServerOptions {
   logger?: Logger;
   /** Called after each review (metrics, benchmarks). */
   observe?: (path: string, allowed: boolean, ms: number) => void;
+}
+
+export interface ClientAuth {
+  caPEM: string;
+  names?: string[];
+}
+
+/** Whether the connection's client certificate is the configured caller's. */
+export function verifiedCaller(socket: TLSSocket, auth: ClientAuth): boolean {
+  if (!socket.authorized) return false;
+  const peer = socket.getPeerCertificate();
+  if (!peer || !peer.subject) return false;
+  if (!auth.names?.length) return true;
+  const cn = peer.subject.CN;
+  const sans = (peer.subjectaltname ?? '')
+    .split(/,\s*/)
+    .filter((n) => n.startsWith('DNS:'))
+    .map((n) => n.slice(4));
+  return [...(Array.isArray(cn) ? cn : cn ? [cn] : []), ...sans].some((n) => auth.names!.includes(n));
 }
 
 export interface WebhookServer {
@@ -113,6 +141,9 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
     }
     // Status writes and deletions are not ours to judge.
     if (req.subResource || req.operation === 'DELETE' || req.operation === 'CONNECT') return verdict([], []);
+    // Sizes first, on every path: no rule below parses a string longer than the CRD allows it to be.
+    const oversized = [...boundProblems(isSourcePath ? PLURAL_SOURCE : PLURAL_TASK, req.object), ...boundProblems(isSourcePath ? PLURAL_SOURCE : PLURAL_TASK, req.oldObject).map((p) => `oldObject ${p}`)];
+    if (oversized.length) return verdict(oversized, []);
     const obj = asObject(req.object);
     const namespace = req.namespace || asString(asObject(obj?.metadata)?.namespace) || '';
     if (isSourcePath) {
@@ -228,11 +259,19 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   clearTimeout(warmTimer);
   const reviewPaths = new Set<string>(Object.values(PATHS));
   const initial = opts.certs.current();
-  const server = https.createServer({ cert: initial.cert, key: initial.key, minVersion: 'TLSv1.2' }, (req, res) => {
+  // The client certificate is asked for, not required at the handshake: the kubelet's probes of /healthz
+  // present none. The review paths refuse a connection without the caller's certificate.
+  const clientTLS = opts.clientAuth ? { requestCert: true, rejectUnauthorized: false, ca: opts.clientAuth.caPEM } : {};
+  if (!opts.clientAuth) opts.logger?.warn('the admission webhook does not authenticate its callers (no client CA configured): only the NetworkPolicy keeps others from it; docs/security.md');
+  const server = https.createServer({ cert: initial.cert, key: initial.key, minVersion: 'TLSv1.2', ...clientTLS }, (req, res) => {
     void (async () => {
       const path = (req.url ?? '/').split('?')[0] ?? '/';
       if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) return send(res, 200, 'ok', 'text/plain');
       if (!reviewPaths.has(path)) return send(res, 404, 'not found', 'text/plain');
+      if (opts.clientAuth && !verifiedCaller(req.socket as TLSSocket, opts.clientAuth)) {
+        req.resume();
+        return send(res, 401, "the admission webhook answers only the API server's client certificate", 'text/plain');
+      }
       if (req.method !== 'POST') return send(res, 405, 'POST an AdmissionReview', 'text/plain');
       const t0 = performance.now();
       let out: AdmissionReview;
@@ -273,7 +312,7 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
   opts.certs.onChange((c) => {
     try {
       // New connections get the new certificate; open keep-alive connections finish on the old one.
-      server.setSecureContext({ cert: c.cert, key: c.key, minVersion: 'TLSv1.2' });
+      server.setSecureContext({ cert: c.cert, key: c.key, minVersion: 'TLSv1.2', ...(opts.clientAuth ? { ca: opts.clientAuth.caPEM } : {}) });
       opts.logger?.info('webhook serving certificate reloaded');
     } catch (e) {
       opts.logger?.error({ err: (e as Error).message }, 'could not load the new webhook certificate; keeping the old one');

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { KubeClient } from '../runtime/kube.ts';
 import { StaticCerts, generateCA, generateServingCert, type CertSource } from './certs.ts';
 import { installWebhookConfigurations, uninstallWebhookConfigurations } from './config.ts';
-import { startWebhookServer, type WebhookServer } from './server.ts';
+import { startWebhookServer, type ClientAuth, type WebhookServer } from './server.ts';
 import type { InventoryReader, TaskPlatform } from './validate-task.ts';
 import { StaticKeyring, type KeyringSource } from '../credentials/keyring.ts';
 import type { EgressPolicy } from '../preflight/egress.ts';
@@ -45,6 +45,8 @@ export async function startTestWebhook(o: {
   port?: number;
   /** Suffix of the configuration names and the namespace label value (default random). */
   id?: string;
+  /** Answer only callers presenting this CA's client certificate (the API server's). */
+  clientAuth?: ClientAuth;
 }): Promise<TestWebhook> {
   let certs = o.certs;
   let caPEM = o.caPEM ?? '';
@@ -67,6 +69,7 @@ export async function startTestWebhook(o: {
     logger: o.logger,
     readTimeoutMs: o.readTimeoutMs,
     cacheTtlMs: o.cacheTtlMs,
+    clientAuth: o.clientAuth,
   });
   const id = o.id ?? randomBytes(3).toString('hex');
   const selector = { key: 'webhook-e2e', value: id };

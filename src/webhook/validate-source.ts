@@ -2,15 +2,18 @@
 // the async layer gathered (only the Service CIDR for a source).
 import { caCertProblem, caCertWarnings, tlsChoiceProblem } from '../preflight/tls.ts';
 import { ipInCIDR } from '../preflight/cidr.ts';
-import { checkHost, isIPLiteral, notAllowedMessage, type EgressPolicy } from '../preflight/egress.ts';
+import { checkHost, isIPLiteral, notAllowedMessage, urlDestination, type EgressPolicy } from '../preflight/egress.ts';
 import { verdict, type Verdict } from './review.ts';
 import { asArray, asObject, asString, at, factError, factValue, isDNSName, isIPAddress, nonEmpty, sameValue, show, type Fact } from './fields.ts';
 
 export interface SourceFacts {
   /** The cluster's Service CIDR(s); value undefined when no way of learning it worked. */
   serviceCIDRs: Fact<string[] | undefined>;
-  /** The egress policy and the nodes' pod CIDRs; absent → no egress checks (validator unit tests). */
-  egress?: { policy: EgressPolicy; podCIDRs: Fact<string[]> };
+  /**
+   * The egress policy and what the cluster says of its own addresses (pod CIDRs, node addresses, the API
+   * server's endpoints); absent → no egress checks (validator unit tests).
+   */
+  egress?: { policy: EgressPolicy; cluster: Fact<{ podCIDRs: string[]; nodeAddresses: string[]; apiServerAddresses: string[] }> };
 }
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
@@ -41,7 +44,8 @@ function urlHost(u: unknown): string | undefined {
 function checkEgress(field: string, host: string, facts: SourceFacts, problems: string[], skipServiceCIDR = false): void {
   if (!facts.egress) return;
   const serviceCIDRs = skipServiceCIDR ? [] : (factValue(facts.serviceCIDRs) ?? []);
-  const v = checkHost(host, facts.egress.policy, { serviceCIDRs, podCIDRs: factValue(facts.egress.podCIDRs) ?? [] });
+  const cluster = factValue(facts.egress.cluster);
+  const v = checkHost(host, facts.egress.policy, { serviceCIDRs, podCIDRs: cluster?.podCIDRs ?? [], nodeAddresses: cluster?.nodeAddresses ?? [], apiServerAddresses: cluster?.apiServerAddresses ?? [] });
   if (!v.allowed) problems.push(notAllowedMessage(field, host, v.rule));
 }
 
@@ -99,6 +103,10 @@ function checkURL(u: unknown, problems: string[], warnings: string[]): void {
   }
   if (!parsed.hostname) problems.push('spec.url has no host');
   if (parsed.username || parsed.password) problems.push('spec.url must not carry credentials; put them in spec.credentials');
+  else if (parsed.hostname) {
+    const d = urlDestination(u);
+    if ('error' in d) problems.push(`spec.url ${d.error}`);
+  }
   if (parsed.pathname !== '/sdk' && parsed.pathname !== '/sdk/') {
     warnings.push(`spec.url path is ${show(parsed.pathname)}, not /sdk: Forklift talks to vCenter's SDK endpoint, usually https://${parsed.host}/sdk`);
   }

@@ -9,11 +9,10 @@ import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import { SecretKeyring } from '../../src/credentials/keyring.ts';
-import { projectedSecretName } from '../../src/forklift/provider.ts';
 import { startTestWebhook, type TestWebhook } from '../../src/webhook/testkit.ts';
 import { freshNamespace, kubectl, testEnv, waitFor } from './env/index.ts';
 import { applyAs, bootWorld, denial, tenantWithRole, waitForWebhookEffective, type BootedWorld } from './fixtures.ts';
-import { getSource, readyOf, waitForReason } from './source-helpers.ts';
+import { getSource, projectedSecretNameOf, readyOf, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-sealed.example.com/sdk';
 const CANARY = `canary-${randomBytes(6).toString('hex')}`;
@@ -73,8 +72,8 @@ test('an inline password is stored sealed, is never readable back by the tenant,
   const r = await applyAs(tenant, ns, manifest(world.password));
   assert.equal(r.code, 0, r.stderr);
   const stored = (await c.get<SourceObj>(GVRs.VMImportSource, ns, 'vc'))!;
-  assert.match(stored.spec.credentials.password!, /^enc:v1:k1:[A-Za-z0-9+/]+=*$/);
-  assert.match(stored.spec.hosts![0]!.credentials.password!, /^enc:v1:k1:/);
+  assert.match(stored.spec.credentials.password!, /^enc:v2:k1:[A-Za-z0-9+/]+=*$/);
+  assert.match(stored.spec.hosts![0]!.credentials.password!, /^enc:v2:k1:/);
   // What the tenant reads back (spec and kubectl's last-applied annotation) holds neither password.
   const got = await kubectl(['get', 'vmimportsource', 'vc', '-n', ns, '-o', 'json'], { kubeconfig: tenant });
   assert.equal(got.code, 0, got.stderr);
@@ -82,15 +81,15 @@ test('an inline password is stored sealed, is never readable back by the tenant,
   assert.match(got.stdout, /kubectl\.kubernetes\.io\/last-applied-configuration/);
 
   await waitForReason(c, ns, 'vc', 'Connected');
-  const secret = await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc'));
+  const secret = await c.get<SecretObj>(GVRs.Secret, keyNs, (await projectedSecretNameOf(c, ns, 'vc'))!);
   assert.equal(text(secret, 'password'), world.password);
-  const hostSecret = await waitFor('the host Secret', () => c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc', 'host-1')));
+  const hostSecret = await waitFor('the host Secret', async () => c.get<SecretObj>(GVRs.Secret, keyNs, (await projectedSecretNameOf(c, ns, 'vc', 'host-1'))!));
   assert.equal(text(hostSecret, 'password'), ESXI_PASSWORD);
 });
 
 test('re-applying the same manifest changes nothing: no generation bump, the Forklift Secret and Provider untouched', async () => {
   const before = (await getSource(c, ns, 'vc'))!;
-  const secretBefore = (await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc')))!;
+  const secretBefore = (await c.get<SecretObj>(GVRs.Secret, keyNs, (await projectedSecretNameOf(c, ns, 'vc'))!))!;
   const providerBefore = (await c.get(GVRs.Provider, ns, 'vmimport-vc'))!;
   const r = await applyAs(tenant, ns, manifest(world.password));
   // kubectl still sends a patch (its last-applied copy holds the sealed value, the manifest the plain
@@ -102,7 +101,7 @@ test('re-applying the same manifest changes nothing: no generation bump, the For
   // A later reconcile (forced by a label the controller ignores) leaves the projected Secret alone.
   await c.patch(GVRs.VMImportSource, ns, 'vc', { metadata: { labels: { touched: String(Date.now()) } } });
   await waitForReason(c, ns, 'vc', 'Connected');
-  assert.equal((await c.get(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc')))!.metadata?.resourceVersion, secretBefore.metadata?.resourceVersion);
+  assert.equal((await c.get(GVRs.Secret, keyNs, (await projectedSecretNameOf(c, ns, 'vc'))!))!.metadata?.resourceVersion, secretBefore.metadata?.resourceVersion);
   assert.equal((await c.get(GVRs.Provider, ns, 'vmimport-vc'))!.metadata?.resourceVersion, providerBefore.metadata?.resourceVersion);
 });
 
@@ -116,20 +115,20 @@ test('after a key is added, new passwords are sealed with it and values sealed w
     const r = await applyAs(tenant, ns, manifest(wrong));
     assert.equal(r.code, 0, r.stderr);
     const s = (await c.get<SourceObj>(GVRs.VMImportSource, ns, 'vc'))!;
-    if (!s.spec.credentials.password!.startsWith('enc:v1:k2:')) {
+    if (!s.spec.credentials.password!.startsWith('enc:v2:k2:')) {
       await applyAs(tenant, ns, manifest(world.password));
       return false;
     }
     return true;
   });
   const s = (await c.get<SourceObj>(GVRs.VMImportSource, ns, 'vc'))!;
-  assert.match(s.spec.hosts![0]!.credentials.password!, /^enc:v1:k1:/);
+  assert.match(s.spec.hosts![0]!.credentials.password!, /^enc:v2:k1:/);
   // The controller opened the k2 value and offered it to Forklift, whose Secret admission refused it
   // (vCenter said 401), so the projected Secret keeps the last good password.
   const failed = await waitForReason(c, ns, 'vc', 'AuthenticationFailed');
   assert.ok(!JSON.stringify(failed.status).includes(wrong));
-  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc')), 'password'), world.password);
-  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(ns, 'vc', 'host-1')), 'password'), ESXI_PASSWORD);
+  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, (await projectedSecretNameOf(c, ns, 'vc'))!), 'password'), world.password);
+  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, (await projectedSecretNameOf(c, ns, 'vc', 'host-1'))!), 'password'), ESXI_PASSWORD);
   assert.equal((await applyAs(tenant, ns, manifest(world.password))).code, 0);
   await waitForReason(c, ns, 'vc', 'Connected');
 });
@@ -142,9 +141,21 @@ test('a sealed value copied from another namespace is refused at admission', asy
   assert.notEqual(r.code, 0);
   assert.equal(
     denial(r.stderr),
-    'spec.credentials.password is a sealed value (enc:v1:…) that cannot be used: it does not open here (altered, or sealed for another namespace); write the password in plain text instead, it is sealed on admission',
+    'spec.credentials.password is a sealed value (enc:v2:…) that cannot be used: it does not open here (altered, or sealed for another namespace, spec.url); write the password in plain text instead, it is sealed on admission',
   );
   assert.equal(readyOf(await getSource(c, other, 'vc')), undefined);
+});
+
+test('a sealed password cannot be retargeted: copied into a source of the same namespace with another URL it is refused, and changing the URL asks for the password again', async () => {
+  const stored = (await c.get<SourceObj>(GVRs.VMImportSource, ns, 'vc'))!;
+  const elsewhere = (password: string) => ({ ...manifest(password), metadata: { name: 'vc-retarget' }, spec: { ...manifest(password).spec, url: 'https://collector.example.net/sdk', hosts: [] } });
+  const copied = await applyAs(tenant, ns, elsewhere(stored.spec.credentials.password!));
+  assert.notEqual(copied.code, 0);
+  assert.match(denial(copied.stderr), /^spec\.credentials\.password is a sealed value \(enc:v2:…\) that cannot be used: it does not open here/);
+  assert.equal(await getSource(c, ns, 'vc-retarget'), undefined);
+  const moved = await c.patch(GVRs.VMImportSource, ns, 'vc', { spec: { url: 'https://collector.example.net/sdk' } }).then(() => undefined, (e: Error) => e.message);
+  assert.match(moved ?? 'admitted', /spec\.credentials\.password: spec\.url changed, and a sealed password opens only for the endpoint it was written for; write the password again in plain text/);
+  assert.equal((await c.get<SourceObj & { spec: { url: string } }>(GVRs.VMImportSource, ns, 'vc'))!.spec.url, URL_VC);
 });
 
 test('a secretRef naming a Secret its author cannot read is refused; one the author can read feeds Forklift\'s Secret', async () => {
@@ -173,7 +184,7 @@ test('a secretRef naming a Secret its author cannot read is refused; one the aut
   // The webhook caches an access answer for up to 10 s.
   await waitFor('the author to be allowed', async () => (await applyAs(author, refNs, withRef)).code === 0, { timeoutMs: 20_000 });
   await waitForReason(c, refNs, 'vc', 'Connected');
-  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, projectedSecretName(refNs, 'vc')), 'password'), world.password);
+  assert.equal(text(await c.get<SecretObj>(GVRs.Secret, keyNs, (await projectedSecretNameOf(c, refNs, 'vc'))!), 'password'), world.password);
 });
 
 /** Every key and value etcd holds, read over its v3 JSON gateway (not through the API server). */
@@ -195,7 +206,7 @@ test('the canary password is stored in etcd only in the projected Secret of the 
     .sort();
   // Besides the projected Secrets, only the Secret the secretRef test's tenant wrote itself holds it.
   const refNs = holding.find((k) => k.endsWith('/vc-password'))?.split('/')[3];
-  assert.deepEqual(holding, [`/registry/secrets/${keyNs}/${projectedSecretName(ns, 'vc')}`, `/registry/secrets/${keyNs}/${projectedSecretName(refNs ?? '?', 'vc')}`, `/registry/secrets/${refNs}/vc-password`].sort());
+  assert.deepEqual(holding, [`/registry/secrets/${keyNs}/${(await projectedSecretNameOf(c, ns, 'vc'))!}`, `/registry/secrets/${keyNs}/${(await projectedSecretNameOf(c, refNs ?? '?', 'vc'))!}`, `/registry/secrets/${refNs}/vc-password`].sort());
   const metrics = await (await fetch(booted.ctl.metricsURL)).text();
   assert.ok(!metrics.includes(CANARY));
 });

@@ -6,17 +6,17 @@ import assert from 'node:assert/strict';
 import { vcenter } from '../sim/index.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
-import { projectedSecretName } from '../../src/forklift/provider.ts';
 import { parseEgressPolicy } from '../../src/preflight/egress.ts';
 import { startTestWebhook, type TestWebhook } from '../../src/webhook/testkit.ts';
 import { freshNamespace, waitFor } from './env/index.ts';
 import { applyAs, bootWorld, denial, tenantWithRole, waitForWebhookEffective, type BootedWorld } from './fixtures.ts';
-import { CONTROLLER_NS, createSource, getSource, readyOf, waitForReason } from './source-helpers.ts';
+import { CONTROLLER_NS, createSource, getSource, projectedSecretNameOf, readyOf, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-egress.example.com/sdk';
 const world = vcenter({ url: URL_VC, vms: [{ id: 'vm-1', name: 'app01' }] });
 const NODE = 'e2e-egress-node';
 const POD_CIDR = '10.244.7.0/24';
+const NODE_IP = '172.31.0.9';
 
 // The stand-in DNS: what vcenter-egress.example.com resolves to, changed by the tests.
 let answer = ['192.0.2.80'];
@@ -39,6 +39,8 @@ before(async () => {
   c = booted.c;
   // A node whose pods use POD_CIDR (the control plane runs no kubelet; the object is what counts).
   await c.create(GVRs.Node, { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE }, spec: { podCIDR: POD_CIDR, podCIDRs: [POD_CIDR] } } as KubeObject);
+  // …and whose own address (a kubelet's) is NODE_IP, as the kubelet reports it.
+  await c.patch(GVRs.Node, undefined, NODE, { status: { addresses: [{ type: 'InternalIP', address: NODE_IP }, { type: 'Hostname', address: NODE }] } }, 'merge', { subresource: 'status' });
   wh = await startTestWebhook({ client: c, egress: parseEgressPolicy({ denied: '198.51.100.0/24' }) });
   ns = await freshNamespace('egress', { [wh.selector.key]: wh.selector.value });
   tenant = await tenantWithRole(ns);
@@ -101,7 +103,7 @@ test('the controller refuses an address it is given directly (no webhook) and cr
   assert.equal(readyOf(s)?.status, 'False');
   assert.equal(readyOf(s)?.message, 'spec.url: 169.254.169.254 is not an allowed destination (link-local 169.254.0.0/16); a source must point at a vCenter or ESXi host outside the cluster\'s own networks');
   assert.equal((await c.list(GVRs.Provider, direct)).items.length, 0);
-  assert.equal(await c.get(GVRs.Secret, CONTROLLER_NS, projectedSecretName(direct, 'meta')), undefined);
+  assert.equal(await c.get(GVRs.Secret, CONTROLLER_NS, (await projectedSecretNameOf(c, direct, 'meta'))!), undefined);
 });
 
 test('a name that resolves into the cluster is refused on the next pass, what was created is withdrawn, and Forklift\'s words never reach the tenant', async () => {
@@ -109,7 +111,7 @@ test('a name that resolves into the cluster is refused on the next pass, what wa
   answer = ['192.0.2.80'];
   await createSource(c, direct, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
   await waitForReason(c, direct, 'vc', 'Connected');
-  assert.ok(await c.get(GVRs.Secret, CONTROLLER_NS, projectedSecretName(direct, 'vc')));
+  assert.ok(await c.get(GVRs.Secret, CONTROLLER_NS, (await projectedSecretNameOf(c, direct, 'vc'))!));
 
   // The name now answers with the API server's Service address; any write wakes the source.
   answer = ['192.0.2.80', '10.96.0.1'];
@@ -120,10 +122,27 @@ test('a name that resolves into the cluster is refused on the next pass, what wa
     "spec.url: vcenter-egress.example.com resolves to 10.96.0.1, which is not an allowed destination (the cluster's Service CIDR 10.96.0.0/12); a source must point at a vCenter or ESXi host outside the cluster's own networks",
   );
   await waitFor('the Providers and the projected Secret withdrawn', async () =>
-    (await c.list(GVRs.Provider, direct)).items.length === 0 && !(await c.get(GVRs.Secret, CONTROLLER_NS, projectedSecretName(direct, 'vc'))),
+    (await c.list(GVRs.Provider, direct)).items.length === 0 && !(await c.get(GVRs.Secret, CONTROLLER_NS, (await projectedSecretNameOf(c, direct, 'vc'))!)),
   );
 
   // The answer changes back: the periodic re-check (every 10 s while refused) connects it again.
   answer = ['192.0.2.80'];
   await waitForReason(c, direct, 'vc', 'Connected', 30_000);
+});
+
+test('the controller refuses, one address per class: a node\'s own address, the join network, an IPv6 form embedding the metadata address, a metadata name, a URL whose host parsers read differently', async () => {
+  const direct = await freshNamespace('egress-classes');
+  const cases: Array<[string, string, string]> = [
+    ['node', `https://${NODE_IP}:10250/sdk`, `spec.url: ${NODE_IP} is not an allowed destination (a node's own address ${NODE_IP})`],
+    ['join', 'https://100.64.0.10/sdk', 'spec.url: 100.64.0.10 is not an allowed destination (carrier-grade NAT (platform join network) 100.64.0.0/10)'],
+    ['nat64', 'https://[64:ff9b::a9fe:a9fe]/sdk', 'spec.url: 64:ff9b::a9fe:a9fe is not an allowed destination (link-local 169.254.0.0/16, embedded as 169.254.169.254 in the NAT64 64:ff9b::/96 form)'],
+    ['gce', 'https://metadata.google.internal/sdk', 'spec.url: metadata.google.internal is not an allowed destination (cluster-internal name metadata.google.internal)'],
+    ['hex', 'https://0x7f.1/sdk', 'spec.url writes its host "0x7f.1" in a form parsers read differently; write it as 127.0.0.1, so its destination cannot be checked'],
+  ];
+  await Promise.all(cases.map(([name, url]) => createSource(c, direct, name, { type: 'vsphere', url, credentials: { username: world.user, password: world.password, insecureSkipVerify: true } })));
+  for (const [name, , message] of cases) {
+    const s = await waitForReason(c, direct, name, 'AddressNotAllowed');
+    assert.ok(readyOf(s)?.message.startsWith(message), `${name}: ${readyOf(s)?.message}`);
+  }
+  assert.equal((await c.list(GVRs.Provider, direct)).items.length, 0, 'nothing created for any of them');
 });

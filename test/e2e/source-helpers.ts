@@ -4,14 +4,21 @@ import { GVRs } from '../../src/runtime/gvr.ts';
 import type { VMImportSource, VMImportSourceSpec } from '../../src/api/types.ts';
 import { adminKubeConfig, waitFor } from './env/index.ts';
 import { DEFAULT_CONTROLLER_NAMESPACE } from '../../src/config.ts';
-import { projectedSecretName } from '../../src/forklift/provider.ts';
+import { projectedSecretName } from '../../src/forklift/names.ts';
 
 /** Where an e2e controller keeps projected Secrets (its own namespace, POD_NAMESPACE unset). */
 export const CONTROLLER_NS = DEFAULT_CONTROLLER_NAMESPACE;
 
 /** The Forklift Secret projected for a source (or one of its hosts), from the controller's namespace. */
 export async function projectedSecret(c: KubeClient, ns: string, source: string, hostId?: string, controllerNs = CONTROLLER_NS): Promise<(KubeObject & { data?: Record<string, string> }) | undefined> {
-  return await c.get(GVRs.Secret, controllerNs, projectedSecretName(ns, source, hostId));
+  const name = await projectedSecretNameOf(c, ns, source, hostId);
+  return name ? await c.get(GVRs.Secret, controllerNs, name) : undefined;
+}
+
+/** The name of a source's projected Secret (derived from the source's UID); undefined while the source does not exist. */
+export async function projectedSecretNameOf(c: KubeClient, ns: string, source: string, hostId?: string): Promise<string | undefined> {
+  const uid = (await c.get(GVRs.VMImportSource, ns, source))?.metadata?.uid;
+  return uid ? projectedSecretName(uid, hostId) : undefined;
 }
 
 export async function adminClient(): Promise<KubeClient> {

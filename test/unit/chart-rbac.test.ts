@@ -73,10 +73,12 @@ const key = (g: Omit<Grant, 'why'>) => `${g.scope} | ${g.groups || 'core'} | ${g
 
 /** The rules with the default values (selfManaged certificates, no secretRef). */
 const BASE: Grant[] = [
-  { scope: 'cluster', groups: 'forklift.cozystack.io', resources: 'vmimportsources,vmimporttasks', verbs: 'get,list,patch,update,watch', why: 'reconcile our kinds; add and remove the finalizer' },
-  { scope: 'cluster', groups: 'forklift.cozystack.io', resources: 'vmimportsources/status,vmimporttasks/status', verbs: 'get,patch,update', why: 'write status (conditions, progress)' },
+  { scope: 'cluster', groups: 'forklift.cozystack.io', resources: 'vmimportsources,vmimporttasks', verbs: 'get,list,patch,watch', why: 'reconcile our kinds; add and remove the finalizer (merge patch)' },
+  { scope: 'cluster', groups: 'forklift.cozystack.io', resources: 'vmimportsources/status,vmimporttasks/status', verbs: 'patch', why: 'write status (conditions, progress) by merge patch' },
   { scope: 'cluster', groups: 'forklift.cozystack.io', resources: 'vmimportsources/finalizers,vmimporttasks/finalizers', verbs: 'update', why: 'owner references with blockOwnerDeletion on the children' },
-  { scope: 'cluster', groups: 'forklift.konveyor.io', resources: 'providers,hosts,networkmaps,storagemaps,plans,migrations', verbs: 'create,delete,get,list,patch,update,watch', why: 'drive the transfer engine in the tenant namespace' },
+  { scope: 'cluster', groups: 'forklift.konveyor.io', resources: 'providers,hosts', verbs: 'create,delete,get,list,update,watch', why: "a source's Providers and Hosts, brought in line with it by update" },
+  { scope: 'cluster', groups: 'forklift.konveyor.io', resources: 'networkmaps,storagemaps,plans', verbs: 'create,delete,get,list,watch', why: "a task's Plans and maps: written once, deleted with the task" },
+  { scope: 'cluster', groups: 'forklift.konveyor.io', resources: 'migrations', verbs: 'create,delete,get,list,patch,watch', why: "a task's Migrations: cutover and cancel are patches" },
   { scope: 'cluster', groups: 'cdi.kubevirt.io', resources: 'datavolumes', verbs: 'create,delete,get,list,watch', why: 'the VMDisk DataVolume adopting the transferred claim; removing transfer DataVolumes' },
   { scope: 'cluster', groups: 'kubevirt.io', resources: 'virtualmachines', verbs: 'create,delete,get,list,watch', why: "Forklift's Plan admission reviews VM create on the Plan's behalf; Forklift's VM shell is removed after the handoff" },
   { scope: 'cluster', groups: 'apps.cozystack.io', resources: 'vmdisks,vminstances', verbs: 'create,get,list,watch', why: 'the outputs: create-only, never modified or deleted' },
@@ -85,8 +87,8 @@ const BASE: Grant[] = [
   { scope: 'cluster', groups: 'storage.k8s.io', resources: 'storageclasses', verbs: 'get,list,watch', why: 'preflight: binding mode and reclaim policy of the class' },
   { scope: 'cluster', groups: '', resources: 'resourcequotas', verbs: 'get,list,watch', why: 'preflight: quota against twice the disk size' },
   { scope: 'cluster', groups: 'networking.k8s.io', resources: 'servicecidrs', verbs: 'get,list,watch', why: 'the Service CIDR without creating anything (Kubernetes 1.33+)' },
-  { scope: 'cluster', groups: '', resources: 'nodes', verbs: 'list', why: "egress policy: the nodes' pod CIDRs a source may not point into" },
-  { scope: 'cluster', groups: '', resources: 'configmaps', verbs: 'create,delete,get,list,patch,update,watch', why: 'the inventory ConfigMap published per source' },
+  { scope: 'cluster', groups: '', resources: 'nodes', verbs: 'list', why: "egress policy: the nodes' pod CIDRs and own addresses a source may not point into" },
+  { scope: 'cluster', groups: '', resources: 'configmaps', verbs: 'create,delete,get,list,update', why: 'the inventory ConfigMap published per source; never watched or patched' },
   { scope: 'cluster', groups: ',events.k8s.io', resources: 'events', verbs: 'create,list,patch', why: "Events on our objects; a stalled claim's quota Events explain a stall" },
   { scope: 'cluster', groups: 'apiextensions.k8s.io', resources: 'customresourcedefinitions', verbs: 'get,list,watch', why: 'which engines are installed' },
   { scope: 'cluster', groups: 'authorization.k8s.io', resources: 'subjectaccessreviews', verbs: 'create', why: "the webhook checks the caller: secretRef readable by its author, task facts only for readers" },
@@ -94,13 +96,14 @@ const BASE: Grant[] = [
     scope: 'cluster',
     groups: 'admissionregistration.k8s.io',
     resources: 'validatingwebhookconfigurations,mutatingwebhookconfigurations',
-    verbs: 'get,patch,update',
+    verbs: 'get,update',
     names: 'migration-controller-early,migration-controller-validating',
     why: 'selfManaged certificates: the caBundle of its own two configurations',
   },
   { scope: NS, groups: 'coordination.k8s.io', resources: 'leases', verbs: 'create,get,update', why: 'leader election' },
   { scope: NS, groups: '', resources: 'services', verbs: 'create,delete', why: 'the Service-CIDR probe (< 1.33), only in its own namespace' },
-  { scope: NS, groups: '', resources: 'secrets', verbs: 'create,delete,get,patch,update', why: 'projected Forklift credentials, the key ring, the webhook certificate: Secrets only it holds' },
+  { scope: NS, groups: '', resources: 'secrets', verbs: 'create,delete,get,update', why: 'projected Forklift credentials, the key ring, the webhook certificate: Secrets only it holds' },
+  { scope: 'default', groups: 'discovery.k8s.io', resources: 'endpointslices', verbs: 'get', names: 'kubernetes', why: "egress policy: the API server's own addresses" },
   { scope: FORKLIFT_NS, groups: '', resources: 'secrets', verbs: 'get', names: 'forklift-inventory-serving-cert', why: "the inventory's serving CA" },
 ];
 
@@ -131,4 +134,17 @@ test('the controller can create Services nowhere but its own namespace, and neve
   assert.deepEqual(grants.filter((g) => g.resources.split(',').includes('services')).map((g) => g.scope), [NS]);
   const pv = grants.find((g) => g.resources === 'persistentvolumes')!;
   assert.ok(!/update|delete|create/.test(pv.verbs));
+});
+
+test('metrics.authorization adds exactly a TokenReview create for the controller, and a /metrics reader role bound to the named scrapers', () => {
+  const values = { metrics: { authorization: { enabled: true, scrapers: [{ namespace: 'cozy-monitoring', name: 'vmagent' }] } } };
+  assertExactly(values, [...BASE, { scope: 'cluster', groups: 'authentication.k8s.io', resources: 'tokenreviews', verbs: 'create', why: "metrics.authorization: a scraper's bearer token is reviewed before /metrics answers" }]);
+  const objs = render(values);
+  const reader = objs.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'migration-controller-metrics-reader')!;
+  assert.deepEqual(reader.rules, [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+  const binding = objs.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'migration-controller-metrics-reader')!;
+  assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'vmagent', namespace: 'cozy-monitoring' }]);
+  const d = objs.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } } };
+  assert.ok(d.spec.template.spec.containers[0]!.env.some((e) => e.name === 'METRICS_AUTH' && e.value === 'kubernetes'));
+  assert.equal(render({}).filter((o) => o.metadata.name === 'migration-controller-metrics-reader').length, 0, 'nothing of it by default');
 });

@@ -257,8 +257,10 @@ for (const [what, values] of VARIANTS) {
   test(`the controller holds what its job needs: Forklift objects, VM create for Forklift's access review, leases, events (${what})`, () => {
     const rules = controllerRules(render(values));
     for (const res of ['providers', 'hosts', 'networkmaps', 'storagemaps', 'plans', 'migrations']) {
-      for (const verb of ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']) assert.ok(grants(rules, 'forklift.konveyor.io', res, verb), `${verb} ${res}`);
+      for (const verb of ['get', 'list', 'watch', 'create', 'delete']) assert.ok(grants(rules, 'forklift.konveyor.io', res, verb), `${verb} ${res}`);
     }
+    for (const res of ['providers', 'hosts']) assert.ok(grants(rules, 'forklift.konveyor.io', res, 'update'), `update ${res}`);
+    assert.ok(grants(rules, 'forklift.konveyor.io', 'migrations', 'patch'), 'patch migrations (cutover, cancel)');
     assert.ok(grants(rules, 'kubevirt.io', 'virtualmachines', 'create'));
     assert.ok(grants(rules, 'cdi.kubevirt.io', 'datavolumes', 'create'));
     for (const verb of ['get', 'create', 'update']) assert.ok(grants(rules, 'coordination.k8s.io', 'leases', verb), `${verb} leases`);
@@ -373,9 +375,10 @@ test('certManager certificates: a CA chain (self-signed → CA → CA issuer →
   assert.deepEqual((one(own, 'Certificate').spec as { issuerRef: unknown }).issuerRef, { name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' });
 });
 
-test('NetworkPolicy appears only when switched on; the PodDisruptionBudget by default, with two replicas', () => {
-  assert.equal(find(render(), 'NetworkPolicy').length, 0, 'NetworkPolicy off by default');
+test('NetworkPolicy on by default and off when switched off; the PodDisruptionBudget by default, with two replicas', () => {
+  assert.equal(find(render(), 'NetworkPolicy').length, 1, 'NetworkPolicy on by default');
   assert.equal(find(render(ALL_ON), 'NetworkPolicy').length, 1, 'NetworkPolicy when enabled');
+  assert.equal(find(render({ networkPolicy: { enabled: false } }), 'NetworkPolicy').length, 0, 'NetworkPolicy switched off');
   const pdb = one(render(), 'PodDisruptionBudget');
   assert.equal((pdb.spec as { maxUnavailable: number }).maxUnavailable, 1);
   assert.equal(find(render({ replicas: 1 }), 'PodDisruptionBudget').length, 0, 'one replica: a PDB would only block drains');
@@ -436,7 +439,7 @@ test('monitoring objects render only for an API the cluster serves, and never fo
 });
 
 /** The metric names the alerts are written against (the controller must register exactly these). */
-const ALERT_METRICS = ['migration_controller_leader', 'migration_controller_imports_total', 'migration_controller_vm_stalled', 'migration_controller_source_ready', 'migration_controller_nodejs_heap_size_used_bytes', 'migration_controller_nodejs_heap_size_limit_bytes'] as const;
+const ALERT_METRICS = ['migration_controller_leader', 'migration_controller_imports_total', 'migration_controller_vm_stalled', 'migration_controller_sources', 'migration_controller_nodejs_heap_size_used_bytes', 'migration_controller_nodejs_heap_size_limit_bytes'] as const;
 
 /** GitHub's anchor for a Markdown heading. */
 function anchorOf(heading: string): string {

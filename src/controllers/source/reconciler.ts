@@ -1,7 +1,6 @@
 // VMImportSource reconciler (thin): read the source, project its credentials, drive Forklift's Providers
 // and Hosts, mirror Forklift's verdict into status, publish the VM inventory for pickers, clean up on delete.
 import type https from 'node:https';
-import type { Gauge } from 'prom-client';
 import { CONDITION_READY, SourceReason } from '../../api/conditions.ts';
 import {
   ANNOTATION_INVENTORY_TRUNCATED,
@@ -23,8 +22,7 @@ import {
   destinationProviderName,
   hostObjectName,
   hostSecretName,
-  mergeDesired,
-  needsUpdate,
+  legacyProjectedSecretName,
   renderCredentialsSecret,
   renderDestinationProvider,
   renderHost,
@@ -37,18 +35,20 @@ import {
 } from '../../forklift/provider.ts';
 import { Expectations } from '../../runtime/expectations.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
-import { ApiError, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
+import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
 import { getCondition, patchStatus, setCondition } from '../../runtime/status.ts';
 import { heldBack, recordRejection, retryNote } from './credentials.ts';
+import { OwnershipConflict, ensureOwned, ownedBy } from './ownership.ts';
 import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
-import { SealError, isSealed, sealedKid, unseal } from '../../credentials/seal.ts';
+import type { SourceReadiness } from '../../telemetry/metrics.ts';
+import { SealError, isSealed, sealedKid, unseal, type SealBinding } from '../../credentials/seal.ts';
 import { lookup } from 'node:dns/promises';
 import { ServiceCIDRResolver } from '../../preflight/cidr.ts';
-import { checkAddress, checkName, isIPLiteral, notAllowedMessage, type ClusterNetworks } from '../../preflight/egress.ts';
-import { listPodCIDRs } from '../../preflight/podcidr.ts';
+import { checkAddress, checkName, isIPLiteral, notAllowedMessage, urlDestination, type ClusterNetworks } from '../../preflight/egress.ts';
+import { apiServerAddresses, listNodeNetworks } from '../../preflight/podcidr.ts';
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
 
@@ -75,16 +75,17 @@ const REQUEUE_READY_MS = 5 * 60_000;
 // A foreign Secret going away or vCenter accepting the credentials again produces no event we watch
 // (foreign Secrets are outside our label-selected Secret watch): look again every 10 s.
 const REQUEUE_GATE_MS = 10_000;
-// AddressNotAllowed is re-judged as often: a DNS answer that changes back (or a policy change) is seen.
+// AddressNotAllowed is re-judged as often: a DNS answer that changes back (or a policy change) is seen;
+// NameConflict too: the object in the way (another source's, or one still being deleted) may go.
 // AuthenticationFailed from a refused Secret is not among them: see credentials.ts (retried on a spec
 // change or at status.credentialsRejected.retryAfter).
-const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.HostUnreachable, SourceReason.AddressNotAllowed]);
+const GATES_TO_RETRY: ReadonlySet<string> = new Set([SourceReason.CredentialsMissing, SourceReason.HostUnreachable, SourceReason.AddressNotAllowed, SourceReason.NameConflict]);
 /** Never requeue sooner than this for a held-back refusal (clock skew between replicas). */
 const MIN_HELD_REQUEUE_MS = 1_000;
 // An upgrade of Forklift replaces its Plan CRD, which no watch of ours reports to a source: look again
 // every 15 s (one GET of one CRD), so a source gated on ForkliftTooOld connects soon after the upgrade.
 const REQUEUE_FORKLIFT_TOO_OLD_MS = 15_000;
-/** The nodes' pod CIDRs change when nodes join: a minute is fresh enough and keeps a node list off every reconcile. */
+/** The nodes' pod CIDRs and addresses change when nodes join: a minute is fresh enough and keeps a node list off every reconcile. */
 const POD_CIDR_TTL_MS = 60_000;
 // The inventory could not be read (still loading, stale certificate): try again soon.
 const REQUEUE_INVENTORY_RETRY_MS = 5_000;
@@ -94,9 +95,9 @@ const REQUEUE_DELETION_HELD_MS = 30_000;
 export interface SourceReconcilerDeps {
   /** Builds the inventory client (tests inject one). */
   inventory?: (ctx: ReconcileContext) => InventoryClient;
-  /** `migration_controller_source_ready{namespace,source}` (the chart's SourceLostReadiness alert). */
-  sourceReady?: Gauge<'namespace' | 'source'>;
-  /** Opens sealed passwords (enc:v1:…) to project Forklift's Secrets. */
+  /** Each source's readiness, published per namespace (`migration_controller_sources`; the chart's SourceLostReadiness alert). */
+  sourceReady?: Pick<SourceReadiness, 'set' | 'remove'>;
+  /** Opens sealed passwords (enc:v2:…, and enc:v1:… of earlier versions) to project Forklift's Secrets. */
   keyring?: KeyringSource;
   /** Resolves a host name to its addresses (default: the system resolver, as Forklift's pods resolve). */
   resolve?: (host: string) => Promise<string[]>;
@@ -186,21 +187,12 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
   };
 }
 
-/** Creates `desired` or brings the existing object in line with it (only when it differs). */
+/**
+ * Creates `desired` or brings the existing object in line with it, only when the existing object is
+ * this source's (its owner label, which every render carries): ownership.ts.
+ */
 async function ensure(ctx: ReconcileContext, gvr: GVR, desired: KubeObject, cached: KubeObject | undefined): Promise<KubeObject> {
-  let actual = cached;
-  if (!actual) {
-    try {
-      return await ctx.client.create(gvr, desired);
-    } catch (e) {
-      if (!isAlreadyExists(e)) throw e;
-      actual = await ctx.client.get(gvr, desired.metadata?.namespace, desired.metadata!.name!);
-      if (!actual) throw e;
-    }
-  }
-  if (!needsUpdate(desired, actual)) return actual;
-  ctx.log.info({ kind: gvr.kind, object: desired.metadata?.name }, 'updating to the desired state');
-  return await ctx.client.replace(gvr, mergeDesired(desired, actual));
+  return await ensureOwned(ctx, gvr, desired, cached, desired.metadata?.labels?.[LABEL_SOURCE_UID] ?? '');
 }
 
 /**
@@ -254,7 +246,11 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
 
   const obs: SourceObservation = { source: src, now: ctx.now() };
   let result: Result = {};
-  obs.gate = await materialise(cfg, deps, src, ctx, obs);
+  obs.gate = await materialise(cfg, deps, src, ctx, obs).catch((e: unknown) => {
+    // A child's name is taken by an object that is not this source's: that object was left as it is.
+    if (e instanceof OwnershipConflict) return { reason: SourceReason.NameConflict, message: e.message };
+    throw e;
+  });
   if (obs.gate && obs.credentialsRejected) {
     result = { requeueAfterMs: Math.max(MIN_HELD_REQUEUE_MS, Date.parse(obs.credentialsRejected.retryAfter) - obs.now.getTime()) };
   } else if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
@@ -351,7 +347,9 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   const secretVersion = secret.metadata?.resourceVersion;
 
   // 2. Providers.
-  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), providers.get(ns, sourceProviderName(name)));
+  const previous = providers.get(ns, sourceProviderName(name));
+  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), previous);
+  await dropReplacedSecret(ctx, secretsNs, previous, obs.provider, src.metadata.uid!);
   await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
   // Report what the cache says (status written by Forklift), falling back to what we just wrote.
   obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
@@ -392,7 +390,9 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
       obs.hosts[h.id] = hostsCache.get(ns, hn);
       continue;
     }
-    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id], secretsNs), hostsCache.get(ns, hn));
+    const before = hostsCache.get(ns, hn);
+    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id], secretsNs), before);
+    await dropReplacedSecret(ctx, secretsNs, before, written, src.metadata.uid!);
     const cached = hostsCache.get(ns, hn);
     obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
   }
@@ -419,11 +419,12 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
  */
 async function openCredentials(deps: SourceReconcilerDeps, src: VMImportSource, ctx: ReconcileContext): Promise<{ source: VMImportSource } | { gate: NonNullable<SourceObservation['gate']> }> {
   const out = structuredClone(src);
-  const fields: Array<{ field: string; cred: TLSCredentials }> = [{ field: 'spec.credentials', cred: out.spec.credentials }];
-  (out.spec.hosts ?? []).forEach((h, i) => fields.push({ field: `spec.hosts[${i}].credentials`, cred: h.credentials }));
   const ns = src.metadata.namespace!;
+  // A sealed password opens only for the endpoint it was sealed for (src/credentials/seal.ts).
+  const fields: Array<{ field: string; cred: TLSCredentials; binding: SealBinding }> = [{ field: 'spec.credentials', cred: out.spec.credentials, binding: { namespace: ns, url: src.spec.url } }];
+  (out.spec.hosts ?? []).forEach((h, i) => fields.push({ field: `spec.hosts[${i}].credentials`, cred: h.credentials, binding: { namespace: ns, url: src.spec.url, address: h.address } }));
   const gate = (message: string) => ({ gate: { reason: SourceReason.CredentialsMissing, message } });
-  for (const { field, cred } of fields) {
+  for (const { field, cred, binding } of fields) {
     if (cred.secretRef) {
       const key = cred.secretRef.key ?? 'password';
       let s: SecretObject | undefined;
@@ -448,7 +449,7 @@ async function openCredentials(deps: SourceReconcilerDeps, src: VMImportSource, 
       let ring = await deps.keyring.get();
       const kid = sealedKid(sealed);
       if (kid && !ring.keys.has(kid)) ring = await deps.keyring.get({ fresh: true });
-      cred.password = unseal(ring, sealed, ns);
+      cred.password = unseal(ring, sealed, binding);
     } catch (e) {
       return unreadable(e instanceof SealError ? e.message : `the key ring could not be read (${errMessage(e).slice(0, 200)})`);
     }
@@ -460,22 +461,25 @@ interface ClusterNetworkSource {
   get(): Promise<ClusterNetworks>;
 }
 
-/** The Service CIDR (probed in the controller's namespace only) and the nodes' pod CIDRs, cached. */
+/**
+ * The Service CIDR (probed in the controller's namespace only), the nodes' pod CIDRs and own addresses,
+ * and the API server's endpoints, read from the cluster and kept a minute.
+ */
 function clusterNetworks(cfg: ControllerConfig, client: KubeClient): ClusterNetworkSource {
   const cidr = new ServiceCIDRResolver(client, { override: cfg.serviceCIDR });
-  let pods: { at: number; value: string[] } | undefined;
+  let nodes: { at: number; value: { podCIDRs: string[]; nodeAddresses: string[]; apiServerAddresses: string[] } } | undefined;
   return {
     async get() {
-      const [svc, podCIDRs] = await Promise.all([
+      const [svc, live] = await Promise.all([
         cidr.resolve(cfg.podNamespace).catch(() => undefined),
         (async () => {
-          if (pods && Date.now() - pods.at < POD_CIDR_TTL_MS) return pods.value;
-          const value = await listPodCIDRs(client);
-          pods = { at: Date.now(), value };
-          return value;
+          if (nodes && Date.now() - nodes.at < POD_CIDR_TTL_MS) return nodes.value;
+          const [n, api] = await Promise.all([listNodeNetworks(client), apiServerAddresses(client)]);
+          nodes = { at: Date.now(), value: { ...n, apiServerAddresses: api } };
+          return nodes.value;
         })(),
       ]);
-      return { serviceCIDRs: svc?.cidrs ?? [], podCIDRs };
+      return { serviceCIDRs: svc?.cidrs ?? [], ...live };
     },
   };
 }
@@ -490,15 +494,14 @@ async function systemResolve(host: string): Promise<string[]> {
  * here passes (Forklift cannot reach it either, and its error says only that).
  */
 async function checkDestinations(cfg: ControllerConfig, deps: SourceReconcilerDeps & { networks: ClusterNetworkSource }, src: VMImportSource, ctx: ReconcileContext): Promise<SourceObservation['gate']> {
-  let urlHost: string | undefined;
-  try {
-    urlHost = new URL(src.spec.url).hostname.replace(/^\[|\]$/g, '');
-  } catch {
-    urlHost = undefined;
-  }
-  const targets = [...(urlHost ? [{ field: 'spec.url', host: urlHost }] : []), ...(src.spec.hosts ?? []).map((h, i) => ({ field: `spec.hosts[${i}].address`, host: h.address.trim() }))];
-  const cluster = await deps.networks.get();
   const gate = (message: string) => ({ reason: SourceReason.AddressNotAllowed, message });
+  // A URL whose destination cannot be judged (this parser cannot read it, or reads another host than
+  // Forklift's would) is not allowed: urlDestination.
+  const dest = urlDestination(src.spec.url);
+  if ('error' in dest) return gate(`spec.url ${dest.error}, so its destination cannot be checked against the platform's egress policy; write it as https://<host>/sdk`);
+  const urlHost = dest.host;
+  const targets = [{ field: 'spec.url', host: urlHost }, ...(src.spec.hosts ?? []).map((h, i) => ({ field: `spec.hosts[${i}].address`, host: h.address.trim() }))];
+  const cluster = await deps.networks.get();
   for (const t of targets) {
     if (isIPLiteral(t.host)) {
       const v = checkAddress(t.host, cfg.egress, cluster);
@@ -542,6 +545,7 @@ async function withdraw(cfg: ControllerConfig, src: VMImportSource, ctx: Reconci
   }
   for (const id of hostIds) await deleteOwnSecret(ctx, cfg.podNamespace, hostSecretName(src, id), uid);
   await deleteOwnSecret(ctx, cfg.podNamespace, credentialsSecretName(src), uid);
+  await deleteLegacySecrets(ctx, cfg.podNamespace, src, hostIds);
 }
 
 /** Publishes the inventory ConfigMap; false when the inventory could not be read (retry soon). */
@@ -586,7 +590,13 @@ async function publishInventory(cfg: ControllerConfig, deps: SourceReconcilerDep
     ctx.events.event(src as unknown as KubeObject, 'Warning', 'InventoryNotPublished', `ConfigMap ${desired.metadata!.name} exists and is not managed by the migration controller; not overwritten.`);
     return true;
   }
-  await ensure(ctx, GVRs.ConfigMap, desired, cur);
+  try {
+    await ensure(ctx, GVRs.ConfigMap, desired, cur);
+  } catch (e) {
+    if (!(e instanceof OwnershipConflict)) throw e;
+    ctx.events.event(src as unknown as KubeObject, 'Warning', 'InventoryNotPublished', e.message);
+    return true;
+  }
   obs.vmCount = list.total;
   return true;
 }
@@ -605,12 +615,36 @@ async function writeStatus(src: VMImportSource, ctx: ReconcileContext, obs: Sour
   return wrote;
 }
 
-/** Deletes a Secret by name when it is this source's (label or owner reference); never a foreign one. */
+/**
+ * Deletes a Secret by name when its owner label names this source; never a foreign one (a projected
+ * Secret has no owner reference: owners cannot cross namespaces).
+ */
 async function deleteOwnSecret(ctx: ReconcileContext, ns: string, name: string, sourceUID: string): Promise<void> {
   const s = await ctx.client.get(GVRs.Secret, ns, name);
-  if (!s) return;
-  const ours = s.metadata?.labels?.[LABEL_SOURCE_UID] === sourceUID || !!s.metadata?.ownerReferences?.some((r) => r.uid === sourceUID);
-  if (ours) await ctx.client.delete(GVRs.Secret, ns, name, { uid: s.metadata?.uid });
+  if (!s || !ownedBy(s, sourceUID)) return;
+  try {
+    await ctx.client.delete(GVRs.Secret, ns, name, { uid: s.metadata?.uid });
+  } catch (e) {
+    if (!isNotFound(e)) throw e;
+  }
+}
+
+/**
+ * Once a Provider or Host of this source points at another Secret than before (an upgrade renamed the
+ * projected Secrets), the one it pointed at goes, when it is this source's.
+ */
+async function dropReplacedSecret(ctx: ReconcileContext, ns: string, before: KubeObject | undefined, after: KubeObject, sourceUID: string): Promise<void> {
+  const secretOf = (o: KubeObject | undefined) => (o as { spec?: { secret?: { name?: string; namespace?: string } } } | undefined)?.spec?.secret;
+  const was = secretOf(before);
+  const now = secretOf(after);
+  if (was?.name && was.namespace === ns && was.name !== now?.name) await deleteOwnSecret(ctx, ns, was.name, sourceUID);
+}
+
+/** This source's projected Secrets under the names used before they were derived from its UID (upgrade). */
+async function deleteLegacySecrets(ctx: ReconcileContext, ns: string, src: VMImportSource, hostIds: Iterable<string>): Promise<void> {
+  const uid = src.metadata.uid!;
+  for (const id of hostIds) await deleteOwnSecret(ctx, ns, legacyProjectedSecretName(src.metadata.namespace!, src.metadata.name!, id), uid);
+  await deleteOwnSecret(ctx, ns, legacyProjectedSecretName(src.metadata.namespace!, src.metadata.name!), uid);
 }
 
 async function finalize(cfg: ControllerConfig, src: VMImportSource, ctx: ReconcileContext): Promise<Result> {
@@ -653,6 +687,7 @@ async function finalize(cfg: ControllerConfig, src: VMImportSource, ctx: Reconci
   const secretsNs = cfg.podNamespace;
   for (const id of hostIds) await deleteOwnSecret(ctx, secretsNs, hostSecretName(src, id), uid);
   await deleteOwnSecret(ctx, secretsNs, credentialsSecretName(src), uid);
+  await deleteLegacySecrets(ctx, secretsNs, src, hostIds);
   for (const o of (await ctx.client.list(GVRs.ConfigMap, ns, { labelSelector: sel })).items) await ctx.client.delete(GVRs.ConfigMap, ns, o.metadata!.name!, { uid: o.metadata?.uid });
   // The inventory ConfigMap by name too, when ours (a label may have been edited away).
   const cm = await ctx.client.get(GVRs.ConfigMap, ns, inventoryConfigMapName(name));

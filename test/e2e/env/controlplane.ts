@@ -52,7 +52,16 @@ export interface ControlPlaneOptions {
    * measure the controller, not the deletion's queue.
    */
   kcmQPS?: number;
+  /**
+   * The API server presents a client certificate (CN WEBHOOK_CLIENT_CN, signed by the plane's CA) to
+   * every admission webhook it calls: the admission configuration's kubeConfigFile, as Kubernetes
+   * documents for authenticating API servers to webhooks (docs/security.md).
+   */
+  webhookClientCert?: boolean;
 }
+
+/** The subject CN of the client certificate a plane started with webhookClientCert presents to webhooks. */
+export const WEBHOOK_CLIENT_CN = 'kube-apiserver-webhook-client';
 
 /**
  * When set, names a file to which every control plane started appends one JSON line per component
@@ -337,6 +346,16 @@ export class ControlPlane {
         '--advertise-address=127.0.0.1',
       ];
       if (opts.serviceRoutingByTest) apiArgs.push('--enable-aggregator-routing=true');
+      if (opts.webhookClientCert) {
+        const client = certPair(WEBHOOK_CLIENT_CN, { ca });
+        const kubeconfig = join(ad, 'webhook-client.kubeconfig');
+        // User "*": the certificate for every webhook host this API server calls.
+        writeFileSync(kubeconfig, YAML.stringify({ apiVersion: 'v1', kind: 'Config', users: [{ name: '*', user: { 'client-certificate-data': Buffer.from(client.certPEM).toString('base64'), 'client-key-data': Buffer.from(client.keyPEM).toString('base64') } }] }), { mode: 0o600 });
+        const webhookConfig = { apiVersion: 'apiserver.config.k8s.io/v1', kind: 'WebhookAdmissionConfiguration', kubeConfigFile: kubeconfig };
+        const admission = join(ad, 'admission.yaml');
+        writeFileSync(admission, YAML.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins: [{ name: 'ValidatingAdmissionWebhook', configuration: webhookConfig }, { name: 'MutatingAdmissionWebhook', configuration: webhookConfig }] }));
+        apiArgs.push(`--admission-control-config-file=${admission}`);
+      }
       if (opts.auditLog) {
         const policy = join(ad, 'audit-policy.yaml');
         writeFileSync(policy, YAML.stringify({ apiVersion: 'audit.k8s.io/v1', kind: 'Policy', rules: [{ level: 'Metadata' }] }));
