@@ -46,8 +46,12 @@ export function parseWarningHeader(h: string): string[] {
 export function session(values: Parsed['values']): Session {
   const kc = new k8s.KubeConfig();
   const file = values.kubeconfig as string | undefined;
-  if (file) kc.loadFromFile(file);
-  else kc.loadFromDefault();
+  try {
+    if (file) kc.loadFromFile(file);
+    else kc.loadFromDefault();
+  } catch (e) {
+    throw new PluginError(`cannot load the kubeconfig${file ? ` ${file}` : ''}: ${(e as Error).message}`, 'point --kubeconfig or $KUBECONFIG at a kubeconfig file');
+  }
   const ctxName = values.context as string | undefined;
   if (ctxName) {
     if (!kc.getContextObject(ctxName)) throw new PluginError(`context "${ctxName}" does not exist in the kubeconfig`, `list the contexts with kubectl config get-contexts`);
