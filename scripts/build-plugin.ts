@@ -1,5 +1,5 @@
 // npm run build:plugin — `kubectl-vmimport` as one executable file, through Node.js's single executable
-// application support (https://nodejs.org/api/single-executable-applications.html, the Node.js 24 way):
+// application support (Node.js's documentation, "Single executable applications"; the Node.js 24 way):
 //   1. esbuild bundles src/plugin/main.ts and its dependencies into one CommonJS script (a SEA's main
 //      script can load nothing but Node's built-in modules);
 //   2. `node --experimental-sea-config` turns the script into a blob;
