@@ -63,7 +63,7 @@ export function buildReport(tasks: ReadonlyArray<Pick<VMImportTask, 'metadata' |
       if (nics === undefined || nics > 0) notCarried.push(nics === undefined ? 'MAC addresses' : `MAC addresses (${nics} NIC${nics === 1 ? '' : 's'})`);
       rows.push({
         task: t.metadata.name ?? '',
-        vm: v?.name ?? s.name ?? s.id,
+        vm: v?.name ?? s.name ?? sourceVMs.get(s.id)?.name ?? s.id,
         id: s.id,
         outcome: v?.phase ?? 'Pending',
         reason: v?.phase === 'Succeeded' ? '' : (v?.reason ?? ''),
