@@ -25,6 +25,7 @@ import type { VMImportTask } from '../src/api/types.ts';
 import * as k8s from '@kubernetes/client-node';
 import { formatBytes, formatDuration, formatQuantity, renderTable } from './demo/render.ts';
 import { installPluginShims } from './demo/plugin.ts';
+import { frame } from '../src/plugin/watch.ts';
 import { REPO_ROOT, findKubectl, helmTemplate, run, tenantRoles, type Run } from './demo/tools.ts';
 
 const args = new Set(process.argv.slice(2));
@@ -309,9 +310,12 @@ async function main(): Promise<void> {
       }),
     ]);
     if (ended) throw new Error(`kubectl vmimport watch ended before the cutover\n${await stuckReport(admin, await getTask(), controllerLog)}`);
-    // The first watch has shown the precopies; it is stopped (the process the demo started, by its pid).
+    // The first watch has shown the precopies; it is stopped (the process the demo started, by its pid),
+    // and the block as it stood when the demo decided is printed (the watch may not have drawn it yet).
     if (first.pid) process.kill(first.pid, 'SIGINT');
     await first.exit;
+    const atCutover = await getTask();
+    if (atCutover) for (const l of frame([TASK], new Map([[TASK, atCutover]]), Date.now())) say(l);
     step(`Cutover now, as the tenant: kubectl vmimport cutover ${TASK} --now`);
     const r = must(await run(kubectl, ['vmimport', 'cutover', TASK, '--now'], { env: tenantEnv }), 'setting the cutover');
     say(r.trim());

@@ -127,7 +127,7 @@ test("create applies the task by VM names and shows the webhook's warnings; watc
   const w = await vmimport(admin, ['watch', 'web-tier', '--timeout', '3m'], { timeoutMs: 200_000 });
   assert.equal(w.code, 0, show(w));
   // Plain blocks (stdout is a pipe here), the demo's renderer's lines, and the end.
-  assert.match(w.stdout, /^\[\d+s\]\nweb-tier: phase \w+/m);
+  assert.match(w.stdout, /^\[[\dhms]+\]\nweb-tier: phase \w+/m);
   assert.match(w.stdout, /db-01 +Succeeded +\[#+\] 100% +3\.0 GiB \/ 3\.0 GiB +done, downtime \d+s/);
   assert.match(w.stdout, /web-tier: all 2 VMs imported\n$/);
   assert.ok(!w.stdout.includes('\x1b['), 'no cursor movement when stdout is not a terminal');
