@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { VMImportTask, VMStatus } from '../api/types.ts';
-import type { KubeClient, KubeObject } from '../runtime/kube.ts';
+import { ApiError, type KubeClient, type KubeObject } from '../runtime/kube.ts';
 import { elapsedSeconds, frame, outcomeLine, watchTasks } from './watch.ts';
 
 const GiB = 2 ** 30;
@@ -81,4 +81,23 @@ test('watch gives up at its timeout with exit 1, naming what still runs', async 
   const code = await watchTasks({ client: fakeClient([task('t', [running('vm-1', 'a')], false)], []), namespace: 'ns', names: ['t'], write: (s) => (out += s), tty: false, timeoutMs: 5000, now: () => (t += 3000) });
   assert.equal(code, 1);
   assert.match(out, /timed out after 5s: t still running\n$/);
+});
+
+test('a watch stream that breaks is listed again and followed on; the end is still seen', async () => {
+  let watches = 0;
+  let lists = 0;
+  const client = {
+    list: async () => {
+      lists++;
+      const t = lists === 1 ? task('t', [running('vm-1', 'a')], false) : task('t', [ok('vm-1', 'a')], true);
+      return { items: [t] as unknown as KubeObject[], metadata: { resourceVersion: String(lists) } };
+    },
+    watch: async () => {
+      watches++;
+      throw new ApiError(0, 'ConnectionError', 'socket hang up');
+    },
+  } as unknown as KubeClient;
+  const code = await watchTasks({ client, namespace: 'ns', names: ['t'], write: () => undefined, tty: false });
+  assert.equal(code, 0);
+  assert.deepEqual([lists, watches], [2, 1]);
 });

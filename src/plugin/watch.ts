@@ -3,7 +3,7 @@
 // plain blocks otherwise. Resolves the exit code: 0 when every VM of every task succeeded, 1 otherwise.
 import type { VMImportTask } from '../api/types.ts';
 import { GVRs } from '../runtime/gvr.ts';
-import { isGone, isNotFound, type KubeClient } from '../runtime/kube.ts';
+import { ApiError, isGone, isNotFound, type KubeClient } from '../runtime/kube.ts';
 import { PluginError } from './errors.ts';
 import { formatDuration, phaseKey, redraw, renderTask, shouldPrintPlain } from './render.ts';
 import { allSucceeded, finished } from './task.ts';
@@ -17,6 +17,10 @@ const TTY_EVERY_MS = 1000;
  * or load balancer cut silently cannot leave the command waiting forever on events that never come.
  */
 const WATCH_WINDOW_S = 60;
+/** Watch streams that may break in a row (each followed by a fresh list) before watch gives up with the error. */
+const MAX_BROKEN_STREAMS = 5;
+/** The pause before listing again after a broken stream: not a tight loop against an API server that is down. */
+const BROKEN_STREAM_PAUSE_MS = 1000;
 
 /** Seconds a task has run: from its start (or creation) to its end (or now). */
 export function elapsedSeconds(task: Pick<VMImportTask, 'metadata' | 'status'>, now: number): number {
@@ -59,6 +63,7 @@ export async function watchTasks(o: WatchOptions): Promise<number> {
   const deadline = o.timeoutMs !== undefined ? now() + o.timeoutMs : undefined;
   let drawn = 0;
   let plain: { key: string; text: string; at: number } | undefined;
+  let brokenStreams = 0;
   const done = (): boolean => o.names.every((n) => tasks.has(n) && finished(tasks.get(n)!));
 
   const draw = (force = false): void => {
@@ -81,6 +86,7 @@ export async function watchTasks(o: WatchOptions): Promise<number> {
   try {
     for (;;) {
       const list = await o.client.list(GVRs.VMImportTask, o.namespace);
+      brokenStreams = 0;
       for (const t of list.items) {
         const name = t.metadata?.name;
         if (name && wanted.has(name)) tasks.set(name, t as unknown as VMImportTask);
@@ -116,8 +122,11 @@ export async function watchTasks(o: WatchOptions): Promise<number> {
           ac.signal,
         );
       } catch (e) {
-        // 410 Gone: the list's version is too old to watch from; list again.
-        if (!isGone(e) && !isNotFound(e)) throw e;
+        // 410 Gone: the list's version is too old to watch from; list again. A broken stream (a proxy
+        // restarting, a network blip) is listed again too, after a pause, a few times in a row at most.
+        const broken = e instanceof ApiError && (e.code === 0 || e.code >= 500);
+        if (!isGone(e) && !isNotFound(e) && !(broken && ++brokenStreams <= MAX_BROKEN_STREAMS)) throw e;
+        if (broken) await new Promise((r) => setTimeout(r, BROKEN_STREAM_PAUSE_MS));
       } finally {
         clearTimeout(timer);
       }
