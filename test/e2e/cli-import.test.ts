@@ -201,8 +201,9 @@ test("refusals come in the API's own words with the fix: a viewer cannot create,
 });
 
 test('every command answers --help with its usage and an example, and bash, zsh and kubectl complete commands, flags and the namespace\'s task names', async () => {
-  for (const cmd of COMMANDS) {
-    const h = await vmimport(viewer, [cmd.name, '--help']);
+  const helps = await Promise.all(COMMANDS.map((cmd) => vmimport(viewer, [cmd.name, '--help'])));
+  for (const [i, cmd] of COMMANDS.entries()) {
+    const h = helps[i]!;
     assert.equal(h.code, 0, show(h));
     assert.match(h.stdout, new RegExp(`^Usage: kubectl vmimport ${cmd.name}\\b`, 'm'));
     assert.ok(h.stdout.includes(`Example:\n  ${cmd.example}`), h.stdout);
@@ -216,7 +217,7 @@ test('every command answers --help with its usage and an example, and bash, zsh 
   // bash: the script the plugin prints, driven as bash drives it on <TAB>.
   const bash = await shWithPlugin(viewer, 'source <(kubectl-vmimport completion bash); COMP_WORDS=(kubectl-vmimport report w); COMP_CWORD=2; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"; COMP_WORDS=(kubectl-vmimport vms vc --b); COMP_CWORD=3; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"');
   assert.deepEqual(bash.stdout.trim().split('\n').sort(), ['--blocked', 'warm', 'web-tier'], show(bash));
-  const vms = await shWithPlugin(viewer, 'source <(kubectl-vmimport completion bash); COMP_WORDS=(kubectl-vmimport create t --source vc --vm we); COMP_CWORD=5; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"');
+  const vms = await shWithPlugin(viewer, 'source <(kubectl-vmimport completion bash); COMP_WORDS=(kubectl-vmimport create t --source vc --vm we); COMP_CWORD=6; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"');
   assert.deepEqual(vms.stdout.trim().split('\n').sort(), ['web-01'], show(vms));
   // zsh: the script parses (zsh itself, where the machine has it).
   const zsh = await vmimport(viewer, ['completion', 'zsh']);
