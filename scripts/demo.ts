@@ -286,8 +286,8 @@ async function main(): Promise<void> {
   // run as the tenant and drawing on this terminal (plain blocks when the output is not one).
   const pluginPATH = `${installPluginShims(join(info.dir, 'plugin'))}:${dirname(kubectl)}:${process.env.PATH ?? ''}`;
   const tenantEnv = { ...process.env, KUBECONFIG: tenantKC, PATH: pluginPATH };
-  const watch = (): { exit: Promise<number>; pid: number | undefined } => {
-    const child = spawn(kubectl, ['vmimport', 'watch', TASK, '--timeout', `${IMPORT_DEADLINE_MS / 60_000}m`], { stdio: ['ignore', 'inherit', 'inherit'], env: tenantEnv });
+  const plugin = (args: string[]): { exit: Promise<number>; pid: number | undefined } => {
+    const child = spawn(kubectl, ['vmimport', ...args], { stdio: ['ignore', 'inherit', 'inherit'], env: tenantEnv });
     children.add(child);
     const exit = new Promise<number>((res) => child.on('exit', (code, signal) => {
       children.delete(child);
@@ -295,11 +295,12 @@ async function main(): Promise<void> {
     }));
     return { exit, pid: child.pid };
   };
+  const timeout = ['--timeout', `${IMPORT_DEADLINE_MS / 60_000}m`];
   const getTask = async (): Promise<VMImportTask | undefined> => (await admin!.get(GVRs.VMImportTask, NS, TASK)) as unknown as VMImportTask | undefined;
 
   if (WARM) {
     step(`As the tenant: kubectl vmimport watch ${TASK}   (until ${PRECOPIES_BEFORE_CUTOVER} precopies of each VM)`);
-    const first = watch();
+    const first = plugin(['watch', TASK, ...timeout]);
     // The demo's own cue for the cutover, read as the admin: every VM precopied enough times.
     const ended = await Promise.race([
       first.exit.then(() => true),
@@ -316,12 +317,13 @@ async function main(): Promise<void> {
     await first.exit;
     const atCutover = await getTask();
     if (atCutover) for (const l of frame([TASK], new Map([[TASK, atCutover]]), Date.now())) say(l);
-    step(`Cutover now, as the tenant: kubectl vmimport cutover ${TASK} --now`);
-    const r = must(await run(kubectl, ['vmimport', 'cutover', TASK, '--now'], { env: tenantEnv }), 'setting the cutover');
-    say(r.trim());
+    // The cutover, then the rest of the import followed by the same process (`--watch`): the short
+    // cutover phase is on screen, not missed while a separate watch starts.
+    step(`Cutover now, as the tenant: kubectl vmimport cutover ${TASK} --now --watch`);
+  } else {
+    step(`As the tenant: kubectl vmimport watch ${TASK}`);
   }
-  step(`As the tenant: kubectl vmimport watch ${TASK}`);
-  const watched = await watch().exit;
+  const watched = await plugin(WARM ? ['cutover', TASK, '--now', '--watch', ...timeout] : ['watch', TASK, ...timeout]).exit;
   const task = await getTask();
   if (!task?.status?.completedAt) throw new Error(`the import did not finish within ${IMPORT_DEADLINE_MS / 60_000} minutes\n${await stuckReport(admin, task, controllerLog)}`);
   if (watched !== 0) throw new Error(`kubectl vmimport watch exited ${watched}: ${JSON.stringify(task.status, null, 1)}`);

@@ -76,3 +76,13 @@ test('help text wraps at word boundaries', () => {
   assert.deepEqual(wrap('aa bb cc dd', 5), ['aa bb', 'cc dd']);
   assert.deepEqual(wrap('a verylongword b', 4), ['a', 'verylongword', 'b']);
 });
+
+test('--watch makes create, retry and cutover go on as watch; --timeout belongs to watching and is checked before anything is written', async () => {
+  const { timeoutOf } = await import('./commands.ts');
+  for (const c of ['create', 'retry', 'cutover']) assert.ok(COMMANDS.find((x) => x.name === c)!.options.watch, c);
+  assert.equal(timeoutOf(parsed(['watch', 't', '--timeout', '2m'])), 120_000);
+  assert.equal(timeoutOf(parsed(['cutover', 't', '--now', '--watch', '--timeout', '90s'])), 90_000);
+  assert.equal(timeoutOf(parsed(['cutover', 't', '--now'])), undefined);
+  assert.throws(() => timeoutOf(parsed(['cutover', 't', '--now', '--timeout', '2m'])), /--timeout is for --watch/);
+  assert.throws(() => timeoutOf(parsed(['watch', 't', '--timeout', 'soon'])), /expected a duration/);
+});

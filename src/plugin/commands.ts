@@ -92,9 +92,25 @@ export async function cmdVMs(p: Parsed, s: Session, io: IO): Promise<number> {
   return 0;
 }
 
+/** `--watch`: follow `name` to its end after the command's own work, exiting as `watch` does. */
+async function thenWatch(p: Parsed, s: Session, io: IO, name: string): Promise<number> {
+  return p.values.watch ? await watchTasks({ client: s.client, namespace: s.namespace, names: [name], write: io.out, tty: io.tty, timeoutMs: timeoutOf(p), now: io.now }) : 0;
+}
+
+/** `--timeout` as ms (undefined: none); a usage error when malformed or given without something to watch. */
+export function timeoutOf(p: Parsed): number | undefined {
+  const t = p.values.timeout as string | undefined;
+  if (t === undefined) return undefined;
+  if (p.command.name !== 'watch' && !p.values.watch) throw new UsageError('--timeout is for --watch', p.command);
+  const ms = parseDuration(t);
+  if (ms === undefined) throw new UsageError(`--timeout ${t}: expected a duration such as 90s, 30m or 2h`, p.command);
+  return ms;
+}
+
 /** Writes a task (or prints it, with --dry-run=client) and shows the webhook's warnings. */
 async function writeTask(task: VMImportTask, p: Parsed, s: Session, io: IO, what: string): Promise<void> {
   const dry = p.values['dry-run'] as string | undefined;
+  if (dry && p.values.watch) throw new UsageError('--watch follows a task that was created: not with --dry-run', p.command);
   if (dry === 'client') {
     io.out(p.values.output === 'json' ? `${JSON.stringify(task, null, 2)}\n` : YAML.stringify(task));
     return;
@@ -147,16 +163,11 @@ export async function cmdCreate(p: Parsed, s: Session, io: IO): Promise<number> 
     conversion: v.conversion === true,
   });
   await writeTask(task, p, s, io, '');
-  return 0;
+  return await thenWatch(p, s, io, task.metadata.name!);
 }
 
 export async function cmdWatch(p: Parsed, s: Session, io: IO): Promise<number> {
-  let timeoutMs: number | undefined;
-  if (p.values.timeout !== undefined) {
-    timeoutMs = parseDuration(p.values.timeout as string);
-    if (timeoutMs === undefined) throw new UsageError(`--timeout ${p.values.timeout as string}: expected a duration such as 90s, 30m or 2h`, p.command);
-  }
-  return await watchTasks({ client: s.client, namespace: s.namespace, names: [...new Set(p.positionals)], write: io.out, tty: io.tty, timeoutMs, now: io.now });
+  return await watchTasks({ client: s.client, namespace: s.namespace, names: [...new Set(p.positionals)], write: io.out, tty: io.tty, timeoutMs: timeoutOf(p), now: io.now });
 }
 
 /** The outputs that exist now of a failed VM: the VMInstance and the VMDisks a retry would create. */
@@ -200,7 +211,7 @@ export async function cmdRetry(p: Parsed, s: Session, io: IO): Promise<number> {
   const { task, notes } = retryTask(old, name, vms, io.now());
   for (const n of notes) io.err(`note: ${n}\n`);
   await writeTask(task, p, s, io, p.values['dry-run'] === 'client' ? '' : `: retrying ${vms.length} of ${old.spec.vms.length} VMs of ${old.metadata.name} (${vms.map((v) => v.id).join(', ')})`);
-  return 0;
+  return await thenWatch(p, s, io, name);
 }
 
 export async function cmdCutover(p: Parsed, s: Session, io: IO): Promise<number> {
@@ -219,7 +230,9 @@ export async function cmdCutover(p: Parsed, s: Session, io: IO): Promise<number>
     for (const w of s.warnings) io.err(`Warning: ${w}\n`);
   }
   io.out(`vmimporttask.forklift.cozystack.io/${task.metadata.name} patched: cutover at ${c.at}\n`);
-  return 0;
+  // Followed at once from the same process: a cutover's short phases are seen, not missed while a
+  // separate `watch` starts.
+  return await thenWatch(p, s, io, task.metadata.name!);
 }
 
 export async function cmdReport(p: Parsed, s: Session, io: IO): Promise<number> {

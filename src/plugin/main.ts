@@ -4,7 +4,7 @@
 // Exit codes: 0 done (watch: every VM succeeded), 1 failed (watch: a VM failed or the timeout passed),
 // 2 a command line it cannot run.
 import { commandHelp, parse, programHelp, UsageError } from './args.ts';
-import { cmdComplete, cmdCompletion, cmdCreate, cmdCutover, cmdReport, cmdRetry, cmdVMs, cmdWatch, session, type IO, type Session } from './commands.ts';
+import { cmdComplete, cmdCompletion, cmdCreate, cmdCutover, cmdReport, cmdRetry, cmdVMs, cmdWatch, session, timeoutOf, type IO, type Session } from './commands.ts';
 import { describeError } from './errors.ts';
 
 export async function run(argv: string[], io: IO): Promise<number> {
@@ -17,6 +17,8 @@ export async function run(argv: string[], io: IO): Promise<number> {
       return 0;
     }
     if (p.command.name === 'completion') return cmdCompletion(p, io);
+    // Checked before anything is written: a malformed --timeout must not surface after a task was created.
+    timeoutOf(p);
     s = session(p.values);
     switch (p.command.name) {
       case 'vms':

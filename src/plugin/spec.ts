@@ -40,6 +40,13 @@ export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
 };
 
 const OUTPUT_VMS = ['wide', 'json', 'yaml'] as const;
+
+const TIMEOUT: OptionSpec = { type: 'string', value: 'DURATION', help: 'give up after this long (90s, 30m, 2h); default: wait until the tasks end' };
+/** create, retry and cutover can go on as `watch` (one process: nothing of the task's progress is missed). */
+const THEN_WATCH: Record<string, OptionSpec> = {
+  watch: { type: 'boolean', help: 'then follow the task as `kubectl vmimport watch` does, and exit as it does' },
+  timeout: { ...TIMEOUT, help: 'with --watch: give up after this long (90s, 30m, 2h)' },
+};
 export const REPORT_FORMATS = ['table', 'csv', 'json', 'markdown'] as const;
 
 export const COMMANDS: readonly CommandSpec[] = [
@@ -64,7 +71,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'create',
     summary: 'create an import task for VMs picked by name or id',
-    usage: 'create TASK --source SOURCE --vm NAME|ID... [--storage-class CLASS] [--network SRC=multus:NAD|SRC=pod...] [--warm [--cutover TIME]] [--conversion] [--dry-run=client|server] [-o yaml|json]',
+    usage: 'create TASK --source SOURCE --vm NAME|ID... [--storage-class CLASS] [--network SRC=multus:NAD|SRC=pod...] [--warm [--cutover TIME]] [--conversion] [--dry-run=client|server] [-o yaml|json] [--watch [--timeout DURATION]]',
     description:
       "VM names resolve through the source's inventory; a name several VMs share is refused, listing them (give the id instead). " +
       "--dry-run=client prints the VMImportTask it would apply; otherwise it is created and the admission webhook's warnings are shown.",
@@ -78,6 +85,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       conversion: { type: 'boolean', help: 'convert the guests with virt-v2v (when the platform enables it)' },
       'dry-run': { type: 'string', value: 'MODE', help: 'client: print the task, create nothing; server: have the API server and webhook judge it, create nothing', complete: ['client', 'server'] },
       output: { type: 'string', short: 'o', value: 'FORMAT', help: 'with --dry-run=client: yaml (default) or json', complete: ['yaml', 'json'] },
+      ...THEN_WATCH,
     },
     positional: undefined,
     args: [1, 1],
@@ -92,7 +100,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       'On a terminal the block is redrawn in place; otherwise (a pipe, CI) plain blocks are printed on every phase change and every few seconds while bytes move. ' +
       'Exits 0 when every VM of every task succeeded, 1 when any failed or the timeout passed.',
     options: {
-      timeout: { type: 'string', value: 'DURATION', help: 'give up after this long (90s, 30m, 2h); default: wait until the tasks end' },
+      timeout: TIMEOUT,
     },
     positional: 'task',
     args: [1, 64],
@@ -101,7 +109,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'retry',
     summary: 'create a new task holding only the VMs of a task that failed',
-    usage: 'retry TASK [--name NEW] [--dry-run=client|server] [-o yaml|json]',
+    usage: 'retry TASK [--name NEW] [--dry-run=client|server] [-o yaml|json] [--watch [--timeout DURATION]]',
     description:
       'The new task has the same source, storage class, networks, mode and conversion, a name derived from the old one (<task>-retry-1, then -retry-2, ...) and the annotation forklift.cozystack.io/retry-of naming the old task. ' +
       "VMs that succeeded are not retried, nor failed VMs whose outputs (VMInstance, VMDisks) exist or whose failure a retry cannot fix (Blocked, a name conflict): each is listed with why.",
@@ -109,6 +117,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       name: { type: 'string', value: 'NEW', help: 'the new task name (default: derived from TASK)' },
       'dry-run': { type: 'string', value: 'MODE', help: 'client: print the task, create nothing; server: have it judged, create nothing', complete: ['client', 'server'] },
       output: { type: 'string', short: 'o', value: 'FORMAT', help: 'with --dry-run=client: yaml (default) or json', complete: ['yaml', 'json'] },
+      ...THEN_WATCH,
     },
     positional: 'task',
     args: [1, 1],
@@ -117,11 +126,12 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'cutover',
     summary: 'set the cutover of a warm task: now, or at a time',
-    usage: 'cutover TASK (--now | --at TIME)',
+    usage: 'cutover TASK (--now | --at TIME) [--watch [--timeout DURATION]]',
     description: 'A warm import precopies while its VMs run until the cutover; then each VM is powered off for a last, small delta. The cutover may be set, or moved earlier, until it starts.',
     options: {
       now: { type: 'boolean', help: 'cut over now' },
       at: { type: 'string', value: 'TIME', help: 'cut over at this time (RFC 3339: 2026-12-03T22:00:00Z)' },
+      ...THEN_WATCH,
     },
     positional: 'task',
     args: [1, 1],

@@ -158,22 +158,23 @@ test("create applies the task by VM names and shows the webhook's warnings; watc
   assert.match(md, /^\*\*Total:\*\* 2 VMs in 1 task/m);
 });
 
-test('cutover --now sets the cutover of a warm task as the tenant, and the import then ends; a cold task has none', async () => {
+test('cutover --now sets the cutover of a warm task as the tenant and, with --watch, follows the import to its end; a cold task has none', async () => {
   const made = await vmimport(admin, ['create', 'warm', '--source', 'vc', '--vm', 'warm-01', '--storage-class', 'cli-fast', '--warm']);
   assert.equal(made.code, 0, show(made));
   await waitFor('a first precopy', async () => {
     const t = (await c.get(GVRs.VMImportTask, ns, 'warm')) as unknown as VMImportTask | undefined;
     return (t?.status?.vms?.[0]?.warm?.precopies ?? 0) >= 1;
   }, { timeoutMs: 120_000 });
-  const cut = await vmimport(admin, ['cutover', 'warm', '--now']);
+  // The cutover, then the import followed to its end by the same command (--watch), exiting as watch does.
+  const cut = await vmimport(admin, ['cutover', 'warm', '--now', '--watch', '--timeout', '3m'], { timeoutMs: 200_000 });
   assert.equal(cut.code, 0, show(cut));
-  assert.match(cut.stdout, /^vmimporttask\.forklift\.cozystack\.io\/warm patched: cutover at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\n$/);
+  assert.match(cut.stdout, /^vmimporttask\.forklift\.cozystack\.io\/warm patched: cutover at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\n\[/);
+  assert.match(cut.stdout, /warm-01 +Succeeded .*done, downtime \d+s/);
+  assert.match(cut.stdout, /\nwarm: all 1 VM imported\n$/);
   const at = /cutover at (\S+)/.exec(cut.stdout)![1];
   const task = (await c.get(GVRs.VMImportTask, ns, 'warm')) as unknown as VMImportTask;
   assert.equal(task.spec.cutover, at);
-  const w = await vmimport(admin, ['watch', 'warm', '--timeout', '3m'], { timeoutMs: 200_000 });
-  assert.equal(w.code, 0, show(w));
-  assert.match(w.stdout, /warm: all 1 VM imported\n$/);
+  assert.equal(task.status?.phase, 'Succeeded');
 
   const cold = await vmimport(admin, ['cutover', 'web-tier', '--at', '2030-01-01T00:00:00Z']);
   assert.equal(cold.code, 1, show(cold));

@@ -71,7 +71,7 @@ test('the demo refuses a WaitForFirstConsumer task at admission, shows the impor
   assert.deepEqual(controlPlaneProcesses(dir), []);
 });
 
-test('the warm demo shows precopies while the VMs run with kubectl vmimport watch, cuts over with kubectl vmimport cutover --now, and ends with Halted VMInstances and the precopies counted', async () => {
+test('the warm demo shows precopies while the VMs run with kubectl vmimport watch, cuts over with kubectl vmimport cutover --now --watch, and ends with Halted VMInstances and the precopies counted', async () => {
   const { stdout, both } = await runDemo(['--warm', '--fast']);
   const logs = /logs in (\S+)/.exec(stdout)?.[1];
   assert.ok(logs, `no control-plane logs path in the output:\n${both}`);
@@ -84,7 +84,7 @@ test('the warm demo shows precopies while the VMs run with kubectl vmimport watc
   assert.match(before, /db-01 +Precopying .*precopies [2-9]/);
   assert.doesNotMatch(before, /CuttingOver/);
   // The cutover is the plugin's, run as the tenant, and the webhook admits it.
-  assert.match(stdout, /==> Cutover now, as the tenant: kubectl vmimport cutover import-web-tier-warm --now\nvmimporttask\.forklift\.cozystack\.io\/import-web-tier-warm patched: cutover at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n/);
+  assert.match(stdout, /==> Cutover now, as the tenant: kubectl vmimport cutover import-web-tier-warm --now --watch\nvmimporttask\.forklift\.cozystack\.io\/import-web-tier-warm patched: cutover at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n/);
   assert.match(stdout.slice(cut), /CuttingOver .*source powered off/);
   assert.match(stdout.slice(cut), /\nimport-web-tier-warm: all 2 VMs imported\n/);
   assert.match(stdout, /import-web-tier-warm +vcenter-prod +warm +Succeeded +100 +True/);
