@@ -3,15 +3,16 @@
 // Starts a real local control plane (etcd + kube-apiserver + kube-controller-manager), the simulated
 // vCenter / Forklift / CDI / KubeVirt / Cozystack engine of test/sim over it, the controller and its
 // admission webhook in this process, then applies examples/ as a tenant would (kubectl with a tenant's
-// kubeconfig) and shows the import live. Nothing of VMware or Forklift is real here; the Kubernetes
+// kubeconfig) and shows the import live with the plugin, `kubectl vmimport watch` (src/plugin). Nothing of VMware or Forklift is real here; the Kubernetes
 // API server, RBAC, admission and the PV binder are.
 //
 //   node scripts/demo.ts            # the demo; everything stops at the end
 //   node scripts/demo.ts --keep     # leave the sandbox running and print KUBECONFIGs; Ctrl-C stops it
 //   node scripts/demo.ts --fast     # transfer at full simulator speed (the e2e test of the demo)
 //   node scripts/demo.ts --warm     # a warm import: precopies while the VMs run, then a cutover the demo asks for
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import YAML from 'yaml';
 import { ControlPlane, findAssets, writeKubeconfig } from '../test/e2e/env/controlplane.ts';
 import { createStorageClass, startSim, vcenter, type Sim } from '../test/sim/index.ts';
@@ -22,7 +23,9 @@ import { KubeClient, type KubeObject } from '../src/runtime/kube.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
 import type { VMImportTask } from '../src/api/types.ts';
 import * as k8s from '@kubernetes/client-node';
-import { formatBytes, formatDuration, formatQuantity, phaseKey, redraw, renderTable, renderTask, shouldPrintPlain } from './demo/render.ts';
+import { formatBytes, formatDuration, formatQuantity, renderTable } from './demo/render.ts';
+import { installPluginShims } from './demo/plugin.ts';
+import { frame } from '../src/plugin/watch.ts';
 import { REPO_ROOT, findKubectl, helmTemplate, run, tenantRoles, type Run } from './demo/tools.ts';
 
 const args = new Set(process.argv.slice(2));
@@ -33,13 +36,12 @@ for (const a of args) {
   }
 }
 if (args.has('--help') || args.has('-h')) {
-  console.log('usage: node scripts/demo.ts [--keep] [--fast] [--warm]\n  --keep  leave the sandbox running and print its KUBECONFIGs (Ctrl-C stops it)\n  --fast  transfer at full simulator speed\n  --warm  import warm: precopies while the VMs run, then a cutover the demo triggers with kubectl patch');
+  console.log('usage: node scripts/demo.ts [--keep] [--fast] [--warm]\n  --keep  leave the sandbox running and print its KUBECONFIGs (Ctrl-C stops it)\n  --fast  transfer at full simulator speed\n  --warm  import warm: precopies while the VMs run, then a cutover the demo sets with kubectl vmimport cutover');
   process.exit(0);
 }
 const KEEP = args.has('--keep');
 const FAST = args.has('--fast') || process.env.DEMO_FAST === '1';
 const WARM = args.has('--warm');
-const TTY = process.stdout.isTTY === true;
 
 const NS = 'tenant-demo';
 const TASK = WARM ? 'import-web-tier-warm' : 'import-web-tier';
@@ -76,6 +78,8 @@ let sim: Sim | undefined;
 let ctl: RunningController | undefined;
 let admin: KubeClient | undefined;
 let stopping: Promise<void> | undefined;
+/** `kubectl vmimport watch` processes running. */
+const children = new Set<ChildProcess>();
 
 function stopAll(): Promise<void> {
   stopping ??= (async () => {
@@ -86,6 +90,14 @@ function stopAll(): Promise<void> {
         /* best effort while tearing down */
       }
     };
+    // The watches the demo started, by their pids.
+    for (const ch of children) {
+      try {
+        if (ch.pid) process.kill(ch.pid, 'SIGTERM');
+      } catch {
+        /* already ended */
+      }
+    }
     await quietly(() => ctl?.stop());
     await quietly(() => sim?.stop());
     admin?.close();
@@ -269,52 +281,52 @@ async function main(): Promise<void> {
   const applied = must(await kubectlAs(kubectl, tenantKC, ['apply', '-f', join(EXAMPLES, TASK_FILE)]), `applying examples/${TASK_FILE}`);
   say(applied.trim());
   if (WARM) say(`warm: the VMs keep running while Forklift precopies them; the demo asks for the cutover after ${PRECOPIES_BEFORE_CUTOVER} precopies of each.`);
-  say('');
-  let cutoverAsked = false;
 
-  // Live progress until the task is terminal.
-  const started = Date.now();
-  let drawn = 0;
-  let plain: { key: string; text: string; at: number } | undefined;
-  let task: VMImportTask | undefined;
-  // A deadline against a hang, not a speed claim: a quiet machine imports in seconds (--fast) or about a
-  // minute, but a CI machine running other control planes beside the demo took over 3 minutes for the
-  // warm import (its precopy loop is a chain of short timers, each late under load).
-  const deadline = Date.now() + IMPORT_DEADLINE_MS;
-  for (;;) {
-    task = (await admin.get(GVRs.VMImportTask, NS, TASK)) as unknown as VMImportTask | undefined;
-    if (task) {
-      const lines = renderTask(task, (Date.now() - started) / 1000);
-      if (TTY) {
-        process.stdout.write(redraw(drawn, lines));
-        drawn = lines.length;
-      } else {
-        const key = phaseKey(task);
-        const text = lines.join('\n');
-        // Plain output (a pipe, CI): a block on every phase change and every 3 s while bytes move.
-        if (shouldPrintPlain(plain, key, text, Date.now(), 3000)) {
-          say(`[${formatDuration((Date.now() - started) / 1000)}]`);
-          say(text);
-          plain = { key, text, at: Date.now() };
-        }
-      }
-      if (task.status?.completedAt) break;
-      const vms = task.status?.vms ?? [];
-      if (WARM && !cutoverAsked && vms.length === task.spec.vms.length && vms.every((v) => v.phase === 'Precopying' && (v.warm?.precopies ?? 0) >= PRECOPIES_BEFORE_CUTOVER)) {
-        // The documented one-liner (docs/warm.md): a cutover of "now", as the tenant.
-        const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-        const patch = JSON.stringify({ spec: { cutover: at } });
-        const r = must(await kubectlAs(kubectl, tenantKC, ['-n', NS, 'patch', 'vmimporttask', TASK, '--type', 'merge', '-p', patch]), 'setting the cutover');
-        say(`\n==> Cutover now, as the tenant: kubectl -n ${NS} patch vmimporttask ${TASK} --type merge -p '${patch}'`);
-        say(r.trim());
-        say('');
-        drawn = 0;
-        cutoverAsked = true;
-      }
-    }
-    if (Date.now() > deadline) throw new Error(`the import did not finish within ${IMPORT_DEADLINE_MS / 60_000} minutes\n${await stuckReport(admin, task, controllerLog)}`);
-    await new Promise((r) => setTimeout(r, TTY ? 200 : 250));
+  // Live progress is the plugin's: `kubectl vmimport watch`, found by kubectl on PATH (scripts/demo/plugin.ts),
+  // run as the tenant and drawing on this terminal (plain blocks when the output is not one).
+  const pluginPATH = `${installPluginShims(join(info.dir, 'plugin'))}:${dirname(kubectl)}:${process.env.PATH ?? ''}`;
+  const tenantEnv = { ...process.env, KUBECONFIG: tenantKC, PATH: pluginPATH };
+  const plugin = (args: string[]): { exit: Promise<number>; pid: number | undefined } => {
+    const child = spawn(kubectl, ['vmimport', ...args], { stdio: ['ignore', 'inherit', 'inherit'], env: tenantEnv });
+    children.add(child);
+    const exit = new Promise<number>((res) => child.on('exit', (code, signal) => {
+      children.delete(child);
+      res(code ?? (signal === 'SIGINT' ? 130 : 1));
+    }));
+    return { exit, pid: child.pid };
+  };
+  const timeout = ['--timeout', `${IMPORT_DEADLINE_MS / 60_000}m`];
+  const getTask = async (): Promise<VMImportTask | undefined> => (await admin!.get(GVRs.VMImportTask, NS, TASK)) as unknown as VMImportTask | undefined;
+
+  if (WARM) {
+    step(`As the tenant: kubectl vmimport watch ${TASK}   (until ${PRECOPIES_BEFORE_CUTOVER} precopies of each VM)`);
+    const first = plugin(['watch', TASK, ...timeout]);
+    // The demo's own cue for the cutover, read as the admin: every VM precopied enough times.
+    const ended = await Promise.race([
+      first.exit.then(() => true),
+      waitUntil(`${PRECOPIES_BEFORE_CUTOVER} precopies of each VM`, IMPORT_DEADLINE_MS, async () => {
+        const t = await getTask();
+        const vms = t?.status?.vms ?? [];
+        return t && vms.length === t.spec.vms.length && vms.every((v) => v.phase === 'Precopying' && (v.warm?.precopies ?? 0) >= PRECOPIES_BEFORE_CUTOVER) ? false : undefined;
+      }),
+    ]);
+    if (ended) throw new Error(`kubectl vmimport watch ended before the cutover\n${await stuckReport(admin, await getTask(), controllerLog)}`);
+    // The first watch has shown the precopies; it is stopped (the process the demo started, by its pid),
+    // and the block as it stood when the demo decided is printed (the watch may not have drawn it yet).
+    if (first.pid) process.kill(first.pid, 'SIGINT');
+    await first.exit;
+    const atCutover = await getTask();
+    if (atCutover) for (const l of frame([TASK], new Map([[TASK, atCutover]]), Date.now())) say(l);
+    // The cutover, then the rest of the import followed by the same process (`--watch`): the short
+    // cutover phase is on screen, not missed while a separate watch starts.
+    step(`Cutover now, as the tenant: kubectl vmimport cutover ${TASK} --now --watch`);
+  } else {
+    step(`As the tenant: kubectl vmimport watch ${TASK}`);
   }
+  const watched = await plugin(WARM ? ['cutover', TASK, '--now', '--watch', ...timeout] : ['watch', TASK, ...timeout]).exit;
+  const task = await getTask();
+  if (!task?.status?.completedAt) throw new Error(`the import did not finish within ${IMPORT_DEADLINE_MS / 60_000} minutes\n${await stuckReport(admin, task, controllerLog)}`);
+  if (watched !== 0) throw new Error(`kubectl vmimport watch exited ${watched}: ${JSON.stringify(task.status, null, 1)}`);
 
   step(`kubectl wait --for=condition=Ready vmimporttask/${TASK}`);
   const waited = await kubectlAs(kubectl, tenantKC, ['wait', '--for=condition=Ready', `vmimporttask/${TASK}`, '-n', NS, '--timeout=60s'], undefined, 70_000);
@@ -337,10 +349,11 @@ async function main(): Promise<void> {
 
   if (KEEP) {
     const envFile = join(info.dir, 'demo.env');
-    writeFileSync(envFile, `export KUBECONFIG=${adminKC}\n# tenant: export KUBECONFIG=${tenantKC}\n`);
+    writeFileSync(envFile, `export KUBECONFIG=${adminKC}\n# tenant: export KUBECONFIG=${tenantKC}\nexport PATH=${join(info.dir, 'plugin')}:$PATH\n`);
     step('The sandbox keeps running (--keep). Explore it with kubectl:');
     say(`  admin:  export KUBECONFIG=${adminKC}`);
     say(`  tenant: export KUBECONFIG=${tenantKC}     # namespace ${NS}`);
+    say(`  the plugin: export PATH=${join(info.dir, 'plugin')}:$PATH; kubectl vmimport report ${TASK}`);
     say(`  kubectl get vmimportsources,vmimporttasks -n ${NS}`);
     say(`  kubectl get vmimporttask ${TASK} -n ${NS} -o yaml`);
     say(`  kubectl get vmdisks,vminstances,plans,migrations,pvc -n ${NS}     # as admin`);

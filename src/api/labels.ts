@@ -21,6 +21,11 @@ export const LABEL_VM_ID = `${GROUP}/vm-id`;
 export const LABEL_DISK_INDEX = `${GROUP}/disk-index`;
 export const LABEL_HOST_ID = `${GROUP}/host-id`;
 
+/**
+ * On a task made by `kubectl vmimport retry`: the name of the task whose failed VMs it retries (the same
+ * namespace). Informational: the controller does not act on it.
+ */
+export const ANNOTATION_RETRY_OF = `${GROUP}/retry-of`;
 /** Annotation on the inventory ConfigMap when the VM list was capped. */
 export const ANNOTATION_INVENTORY_TRUNCATED = `${GROUP}/inventory-truncated`;
 

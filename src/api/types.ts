@@ -161,6 +161,8 @@ export interface SourceInventoryVM {
   name: string;
   /** Inventory folder path. */
   path: string;
+  /** The ESXi host (managed-object id, host-N) the VM runs on: what `spec.hosts[].id` of a source names. */
+  host?: string;
   /** poweredOn, poweredOff or suspended. */
   power?: string;
   /** Guest OS family from the guest id: windows, linux or other. */

@@ -41,6 +41,12 @@ test('the facts of a VM are read from its inventory record: power, OS family, fi
   assert.deepEqual(vmFacts(record()).disks, [{ capacity: 16 * GiB, bus: 'scsi', mode: 'persistent' }]);
 });
 
+test('the ESXi host a VM runs on is among its facts (a tenant reads it to name spec.hosts[]); one longer than a host id is left out', () => {
+  assert.equal(vmFacts(record({ host: 'host-21' })).host, 'host-21');
+  assert.equal(vmFacts(record()).host, undefined);
+  assert.equal(vmFacts(record({ host: `host-${'9'.repeat(80)}` })).host, undefined);
+});
+
 test('the guest OS family comes from the vSphere guest id', () => {
   assert.deepEqual(['windows9Server64Guest', 'winNetStandardGuest', 'rhel8_64Guest', 'ubuntu64Guest', 'other4xLinux64Guest', 'freebsd13_64Guest', ''].map((g) => osFamily(g)), ['windows', 'windows', 'linux', 'linux', 'linux', 'other', undefined]);
 });

@@ -80,7 +80,10 @@ export function vmFacts(vm: InventoryVMRecord): Facts {
     .filter((x): x is string => !!x)
     .map((network) => ({ network }));
   const power = str(vm.powerState);
+  // Bounded like the CRD's maxLength: a host id is host-N; anything longer is not one.
+  const host = str(vm.host);
   return {
+    ...(host && host.length <= 64 ? { host } : {}),
     ...(power ? { power } : {}),
     ...(os ? { os } : {}),
     ...(guestId ? { guestId } : {}),

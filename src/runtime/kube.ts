@@ -83,6 +83,8 @@ export interface KubeClientOptions {
   observe?: RequestObserver;
   /** Identifies the client in the API server's audit log. */
   userAgent?: string;
+  /** Called with each Warning header value of a response (admission warnings: RFC 7234 `299 - "text"`). */
+  onWarning?: (header: string) => void;
 }
 
 /** Retries of one request (client-go retries up to 10 times; 3 keep a refused call well inside its deadline). */
@@ -243,6 +245,7 @@ export class KubeClient {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }));
+          if (this.opts.onWarning) for (const w of res.headersDistinct.warning ?? []) this.opts.onWarning(w);
           res.on('error', reject);
         },
       );

@@ -41,7 +41,7 @@ async function runDemo(args: string[]): Promise<{ stdout: string; both: string }
   return { stdout, both };
 }
 
-test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs to Ready, lists Halted VMInstances, and leaves no process behind', async () => {
+test('the demo refuses a WaitForFirstConsumer task at admission, shows the import with kubectl vmimport watch to Ready, lists Halted VMInstances, and leaves no process behind', async () => {
   const { stdout, both } = await runDemo(['--fast']);
 
   // The control plane the demo started (its working folder is printed with the logs path).
@@ -51,7 +51,9 @@ test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs
   // The one failure caught at admission, in the webhook's own words.
   assert.match(stdout, /caCert placeholder is replaced by the simulated vCenter's CA/);
   assert.match(stdout, /denied the request: spec\.storageClass: storage class "local" has volumeBindingMode WaitForFirstConsumer; .*storage classes that bind Immediate: replicated/);
-  // Live progress with bars, bytes and a final Ready.
+  // Live progress with bars, bytes and a final Ready, drawn by the plugin as the tenant runs it.
+  assert.match(stdout, /==> As the tenant: kubectl vmimport watch import-web-tier\n/);
+  assert.match(stdout, /\nimport-web-tier: all 2 VMs imported\n/);
   assert.match(stdout, /web-01 +Transferring +\[[#-]+\] +\d+% +[\d.]+ \w?i?B \/ 16\.0 GiB/);
   assert.match(stdout, /db-01 +Succeeded +\[#+\] 100% +40\.0 GiB \/ 40\.0 GiB +done, downtime \d+s/);
   assert.match(stdout, /vmimporttask\.forklift\.cozystack\.io\/import-web-tier condition met/);
@@ -69,7 +71,7 @@ test('the demo refuses a WaitForFirstConsumer task at admission, imports two VMs
   assert.deepEqual(controlPlaneProcesses(dir), []);
 });
 
-test('the warm demo shows precopies while the VMs run, triggers the cutover with the documented kubectl patch, and ends with Halted VMInstances and the precopies counted', async () => {
+test('the warm demo shows precopies while the VMs run with kubectl vmimport watch, cuts over with kubectl vmimport cutover --now --watch, and ends with Halted VMInstances and the precopies counted', async () => {
   const { stdout, both } = await runDemo(['--warm', '--fast']);
   const logs = /logs in (\S+)/.exec(stdout)?.[1];
   assert.ok(logs, `no control-plane logs path in the output:\n${both}`);
@@ -81,9 +83,10 @@ test('the warm demo shows precopies while the VMs run, triggers the cutover with
   assert.match(before, /web-01 +Precopying .*precopies [2-9]/);
   assert.match(before, /db-01 +Precopying .*precopies [2-9]/);
   assert.doesNotMatch(before, /CuttingOver/);
-  // The cutover is the documented one-liner, run as the tenant, and the webhook admits it.
-  assert.match(stdout, /kubectl -n tenant-demo patch vmimporttask import-web-tier-warm --type merge -p '\{"spec":\{"cutover":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"\}\}'\nvmimporttask\.forklift\.cozystack\.io\/import-web-tier-warm patched/);
+  // The cutover is the plugin's, run as the tenant, and the webhook admits it.
+  assert.match(stdout, /==> Cutover now, as the tenant: kubectl vmimport cutover import-web-tier-warm --now --watch\nvmimporttask\.forklift\.cozystack\.io\/import-web-tier-warm patched: cutover at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n/);
   assert.match(stdout.slice(cut), /CuttingOver .*source powered off/);
+  assert.match(stdout.slice(cut), /\nimport-web-tier-warm: all 2 VMs imported\n/);
   assert.match(stdout, /import-web-tier-warm +vcenter-prod +warm +Succeeded +100 +True/);
   assert.match(stdout, /\bweb-01 +Halted +web-01-disk-0\(sata\)/);
   assert.match(stdout, /\bdb-01 +Halted +db-01-disk-0\(sata\) db-01-disk-1\(sata\) db-01-disk-2\(sata\)/);
