@@ -3,9 +3,14 @@
 // with categories, re-staged on every reconcile.
 import ipaddr from 'ipaddr.js';
 import { bundleVerifies, parsePEMBundle } from './certs.ts';
-import { type Cond, type Ctx, blocking, cond, emitEvent, later, sameStatus, secretData, sleep, stamp } from './context.ts';
+import { type Cond, type Ctx, blocking, cond, emitEvent, is212, later, sameStatus, secretData, sleep, stamp } from './context.ts';
 import { HttpError, Informer, type Obj, Queue, R, conflict, keyOf, notFound } from './rest.ts';
 import { type ConversionFailure, type DiskFixture, type VMFixture, type World, NO_PERMISSION, contentIdentity, sameUrl } from './world.ts';
+
+/** Forklift's Provider/Host predicates: an update counts when status.observedGeneration < generation. */
+function specChanged(o: Obj): boolean {
+  return (o.status?.observedGeneration ?? 0) < (o.metadata.generation ?? 0);
+}
 
 /** Forklift's and CDI's MB: MiB. */
 const MiB = 2 ** 20;
@@ -73,6 +78,15 @@ interface Run {
   cancelVM: Map<string, AbortController>;
   /** A Provider of the Plan went away mid-run: the run stops where it is, with no verdict (see freeze). */
   frozen?: boolean;
+  /**
+   * The run's snapshot of what it runs on (plan/snapshot.go at both tags): each of the Plan, its Providers and
+   * maps as uid and generation, matched on every pass (matchSnapshot, see snapshotMismatch).
+   */
+  snapshot: Record<string, { uid: string; generation: number }>;
+  /** Why the run was canceled when neither a user nor a deletion did it: 'Modified' (matchSnapshot). */
+  cancelReason?: 'Modified';
+  /** v2.12.5 failExecutingMigrationOnBlocker ended the run: its message (the VMs and the Plan carry it). */
+  blockerFailure?: string;
 }
 
 export class Forklift {
@@ -87,6 +101,8 @@ export class Forklift {
   /** Logs of the virt-v2v pods, by namespace/name. */
   private readonly podLogs = new Map<string, string>();
   private readonly writeChains = new Map<string, Promise<boolean>>();
+  /** When each Critical/Error condition of a Plan first appeared (by plan key, then condition type). */
+  private readonly blockerSince = new Map<string, Map<string, number>>();
   /** Plans whose refused status write is to be redone (one pending redo each). */
   private readonly planRedo = new Set<string>();
   private readonly dirty = new Set<string>();
@@ -122,14 +138,23 @@ export class Forklift {
       for (const i of [inf.host!, inf.nmap!, inf.smap!, inf.plan!]) for (const o of i.list(ns)) this.queueOf(i).add(`${i.res.kind}|${keyOf(o)}`);
     };
     inf.provider.on((t, o) => {
-      if (t !== 'DELETED') this.pq.add(keyOf(o));
+      // ProviderPredicate (kubev2v/forklift@v2.11.5 and @v2.12.5:pkg/controller/provider/predicate.go): a
+      // create reconciles, an update only when status.observedGeneration < generation — a label or an
+      // annotation changed on the Provider reconciles nothing (the Secret's watch below does).
+      if (t === 'ADDED' || (t === 'MODIFIED' && specChanged(o))) {
+        // A changed spec drops the inventory collector (controller.go Reconcile, !provider.HasReconciled():
+        // r.container.Delete): the inventory loads again (LoadInventory) before the Provider is Ready again.
+        if (t === 'MODIFIED') this.forget(this.loaded, this.loading, o.metadata.uid!);
+        this.pq.add(keyOf(o));
+      }
       // Forklift drops a deleted Provider's inventory collector (kubev2v/forklift:
       // pkg/controller/provider/controller.go, Reconcile on NotFound: r.container.Delete); so does the sim.
-      else this.forget(this.loaded, this.loading, o.metadata.uid!);
+      else if (t === 'DELETED') this.forget(this.loaded, this.loading, o.metadata.uid!);
       all();
     });
     inf.host.on((t, o) => {
-      if (t !== 'DELETED') this.hq.add(`Host|${keyOf(o)}`);
+      // HostPredicate (pkg/controller/host/predicate.go at both tags): the same generation filter.
+      if (t === 'ADDED' || (t === 'MODIFIED' && specChanged(o))) this.hq.add(`Host|${keyOf(o)}`);
     });
     inf.nmap.on((t, o) => {
       if (t !== 'DELETED') this.mq.add(`NetworkMap|${keyOf(o)}`);
@@ -147,9 +172,14 @@ export class Forklift {
       if (t === 'DELETED') this.migrationDeleted(o);
       else this.migq.add(keyOf(o));
     });
+    // The Secret watch (controller.go at both tags: libref.TypedHandler[*v1.Secret](&api.Provider{}), the
+    // same for Host): any change of a referenced Secret — data, labels or annotations — reconciles the
+    // Providers and Hosts naming it, and a Provider whose Secret's resourceVersion moved re-tests and
+    // reloads (updateContainer, secretChanged).
     ctx.inf.secret.on((_t, s) => {
-      for (const p of inf.provider!.list()) if (p.spec?.secret?.name === s.metadata.name) this.pq.add(keyOf(p));
-      for (const h of inf.host!.list()) if (h.spec?.secret?.name === s.metadata.name) this.hq.add(`Host|${keyOf(h)}`);
+      const names = (ref: Ref): boolean => ref?.name === s.metadata.name && ref?.namespace === s.metadata.namespace;
+      for (const p of inf.provider!.list()) if (names(p.spec?.secret)) this.pq.add(keyOf(p));
+      for (const h of inf.host!.list()) if (names(h.spec?.secret)) this.hq.add(`Host|${keyOf(h)}`);
     });
     for (const i of [inf.provider, inf.host, inf.nmap, inf.smap, inf.plan, inf.migration]) i.start();
     await Promise.all([inf.provider, inf.host, inf.nmap, inf.smap, inf.plan, inf.migration].map((i) => i.synced));
@@ -269,7 +299,7 @@ export class Forklift {
     const insecure = ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(data.insecureSkipVerify ?? '');
     // v2.11.5 reads the CA from `cacert` only (pkg/lib/util/util.go tlsConfig); v2.12.5 from `ca.crt`, then
     // `cacert` (forklift@v2.12.5:pkg/lib/util/util.go GetCACert), and names `ca.crt` when both are missing.
-    const v212 = this.ctx.forkliftVersion === '2.12';
+    const v212 = is212(this.ctx);
     const ca = v212 ? data['ca.crt'] || data.cacert : data.cacert;
     const missing = ['user', 'password'].filter((k) => !(k in data));
     if (!insecure && !ca) missing.push(v212 ? 'ca.crt' : 'cacert');
@@ -391,7 +421,7 @@ export class Forklift {
         .filter((ref) => !known.some((x) => x.id === ref || x.name === ref));
       // A source the inventory does not know (pkg/controller/map/{network,storage}/validation.go): Critical at
       // v2.11.5 — the map never becomes Ready — and only Warn at v2.12.5. Items are ref.String().
-      const category = this.ctx.forkliftVersion === '2.12' ? 'Warn' : 'Critical';
+      const category = is212(this.ctx) ? 'Warn' : 'Critical';
       if (unknown.length) conds.push(cond(storage ? 'SourceStorageNotValid' : 'SourceNetworkNotValid', category, 'NotFound', `Source ${storage ? 'storage' : 'network'} not found.`, unknown.map((id) => refString({ id, name: '' }))));
     }
     if (!blocking(conds)) conds.push(cond('Ready', 'Required', 'Completed', 'The map is ready.'));
@@ -415,6 +445,8 @@ export class Forklift {
     const [ns, name] = key.split('/') as [string, string];
     const plan = this.ctx.inf.plan!.get(ns, name);
     if (!plan || plan.metadata.deletionTimestamp) return;
+    // controller.go Reconcile at both tags: an archived Plan with its Archived condition is not reconciled.
+    if (plan.spec?.archived === true && (plan.status?.conditions ?? []).some((c: Cond) => c.type === 'Archived')) return;
     const conds: Cond[] = [];
     const spec = plan.spec ?? {};
     const src = this.resolve(this.ctx.inf.provider, spec.provider?.source);
@@ -501,10 +533,20 @@ export class Forklift {
       }
     }
     if (!refs.length) conds.push(cond('VMNotValid', 'Critical', 'NotSet', 'The plan lists no VMs.'));
-    if (!blocking(conds) && !conds.some((c) => c.type === 'ValidatingVDDK')) conds.push(cond('Ready', 'Required', 'Completed', 'The migration plan is ready.'));
+    // Archive (controller.go Reconcile → archive at both tags): once validation ran, spec.archived cleans up
+    // every VM of the last run (migration.go Archive → cleanup) and sets Archived; Ready is never set then.
+    if (spec.archived === true) {
+      await this.archive(plan);
+      conds.push(cond('Archived', 'Advisory', 'UserRequested', 'The migration plan has been archived.'));
+    }
+    if (!blocking(conds) && !conds.some((c) => c.type === 'ValidatingVDDK' || c.type === 'Archived')) conds.push(cond('Ready', 'Required', 'Completed', 'The migration plan is ready.'));
     this.planValidation.set(key, conds);
+    this.noteBlockers(key, conds);
     const running = this.runs.get(key);
     if (running && !running.result && !running.frozen && (src.reason || dst.reason)) this.freeze(running);
+    // execute (controller.go): with no blocker, an active run's snapshot is matched against what it runs on.
+    if (running && !running.result && !running.frozen && !blocking(conds) && this.snapshotMismatch(running, plan)) this.cancelModified(running);
+    if (running && !running.result && blocking(conds)) await this.failOnBlocker(running);
     await this.writePlan(key);
     if (this.isReadyConds(conds)) for (const m of this.ctx.inf.migration!.list(ns)) if (m.spec?.plan?.name === name) this.migq.add(keyOf(m));
   }
@@ -528,6 +570,7 @@ export class Forklift {
       loaded: this.loaded.size + this.loading.size,
       vddkChecked: this.vddkChecked.size + this.vddkChecking.size,
       planValidation: this.planValidation.size,
+      blockerSince: this.blockerSince.size,
       runs: this.runs.size,
       podLogs: this.podLogs.size,
       writeChains: this.writeChains.size,
@@ -553,9 +596,156 @@ export class Forklift {
     run.abort.abort();
   }
 
+  /** What a run's snapshot records of one object (SnapshotRef.With: uid and generation). */
+  private snapshotOf(plan: Obj): Run['snapshot'] {
+    const inf = this.ctx.inf;
+    const spec = plan.spec ?? {};
+    const ref = (i: Informer | undefined, r?: { name?: string; namespace?: string }): { uid: string; generation: number } => {
+      const o = r?.name && r.namespace ? i?.get(r.namespace, r.name) : undefined;
+      return { uid: o?.metadata.uid ?? '', generation: o?.metadata.generation ?? 0 };
+    };
+    return {
+      plan: { uid: plan.metadata.uid ?? '', generation: plan.metadata.generation ?? 0 },
+      source: ref(inf.provider, spec.provider?.source),
+      destination: ref(inf.provider, spec.provider?.destination),
+      network: ref(inf.nmap, spec.map?.network),
+      storage: ref(inf.smap, spec.map?.storage),
+    };
+  }
+
+  /**
+   * matchSnapshot (pkg/controller/plan/controller.go at both tags) with SnapshotRef.Match
+   * (pkg/apis/forklift/v1beta1/plan/snapshot.go): at v2.11.5 uid AND generation of the Plan, both Providers
+   * and both maps; from v2.12.0 uid only. So at v2.11.5 any spec change of one of them (a new vddkInitImage,
+   * an edited url, spec.archived on the Plan) cancels the running import.
+   */
+  private snapshotMismatch(run: Run, plan: Obj): boolean {
+    const now = this.snapshotOf(plan);
+    return Object.entries(run.snapshot).some(([k, was]) => {
+      const cur = now[k]!;
+      if (!cur.uid) return false; // gone: validation's NotFound blocks first (freeze)
+      return cur.uid !== was.uid || (!is212(this.ctx) && cur.generation !== was.generation);
+    });
+  }
+
+  /**
+   * The snapshot no longer matches: the active snapshot is Canceled (reason Modified, "The migration has been
+   * canceled."), every VM not Succeeded/Failed gets the same condition, and Migration.Cancel cleans them up
+   * (controller.go execute, migration.go Cancel → cleanup).
+   */
+  private cancelModified(run: Run): void {
+    run.cancelReason = 'Modified';
+    run.abort.abort();
+  }
+
+  /** Records when each blocker of a Plan appeared, and asks for a pass once the oldest one's grace is over. */
+  private noteBlockers(key: string, conds: Cond[]): void {
+    const prev = this.blockerSince.get(key) ?? new Map<string, number>();
+    const next = new Map<string, number>();
+    for (const c of conds) if (c.category === 'Critical' || c.category === 'Error') next.set(c.type, prev.get(c.type) ?? Date.now());
+    if (next.size) this.blockerSince.set(key, next);
+    else this.blockerSince.delete(key);
+    const run = this.runs.get(key);
+    if (!is212(this.ctx) || !run || run.result) return;
+    for (const [t, since] of next) if (!prev.has(t)) later(this.ctx, Math.max(0, since + this.ctx.timings.blockerGraceMs - Date.now()) + 1, () => this.planq.add(`Plan|${key}`));
+  }
+
+  /**
+   * v2.12.5 only: failExecutingMigrationOnBlocker (kubev2v/forklift@v2.12.5:pkg/controller/plan/controller.go,
+   * called from execute whenever the Plan has a blocker): once a Critical or Error condition is older than the
+   * grace period (BLOCKER_GRACE_PERIOD_MINUTES, 5), the executing snapshot and every VM not yet
+   * Succeeded/Failed/Canceled end Failed, "The migration has FAILED due to a validation blocker: <messages>",
+   * the message also added to the VM's errors; started steps are marked completed. Nothing is cleaned up: the
+   * DataVolumes, claims and the VDDK Secret stay. v2.11.5 has no such path: the run freezes (holdWhileBlocked).
+   */
+  private async failOnBlocker(run: Run): Promise<void> {
+    if (!is212(this.ctx) || run.result) return;
+    const since = this.blockerSince.get(run.planKey);
+    const grace = this.ctx.timings.blockerGraceMs;
+    const old = (this.planValidation.get(run.planKey) ?? []).filter((c) => (c.category === 'Critical' || c.category === 'Error') && Date.now() - (since?.get(c.type) ?? Date.now()) >= grace);
+    if (!old.length) return;
+    const message = `The migration has FAILED due to a validation blocker: ${old.map((c) => c.message || `${c.type} (category=${c.category}, reason=${c.reason ?? ''})`).join('; ')}`;
+    run.blockerFailure = message;
+    run.frozen = true;
+    run.abort.abort();
+    const now = new Date().toISOString();
+    for (const vm of run.vms) {
+      if (vm.conditions.some((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))) continue;
+      vm.conditions = stamp([{ type: 'Failed', status: 'True', category: 'Advisory', message, durable: true }], undefined);
+      vm.error = { phase: vm.phase, reasons: [...(vm.error?.reasons ?? []), message] };
+      vm.phase = 'Completed';
+      vm.completed = now;
+      for (const step of vm.pipeline) if (step.started) {
+        step.phase = 'Completed';
+        step.completed ??= now;
+      }
+    }
+    run.result = 'Failed';
+    run.completed = now;
+    await this.finish(run);
+  }
+
+  /**
+   * The VDDK importer's Secret (pkg/controller/plan/kubevirt.go DataVolumes → ensureSecret/secret, at both
+   * tags): one per VM in the target namespace, generateName `<plan>-<vmID>-`, labelled with the VM's labels
+   * plus resource=vm-config and isDV=true, no owner reference. Its data is the vCenter account, or the ESXi
+   * host's own when a Ready Host of the VM's host exists (adapter/vsphere/builder.go Secret: accessKeyId,
+   * secretKey, cacert). ensureSecret lists by those labels first and updates the one it finds.
+   */
+  private async ensureVddkSecret(plan: Obj, src: Obj, vm: VMFixture, labels: Record<string, string>, signal: AbortSignal): Promise<Obj> {
+    const ctx = this.ctx;
+    const tns: string = plan.spec.targetNamespace;
+    const want = { ...labels, resource: 'vm-config', isDV: 'true' };
+    const ps = secretData(ctx.inf.secret.get(src.spec?.secret?.namespace ?? '', src.spec?.secret?.name ?? ''));
+    const host = ctx.inf.host!.list(src.metadata.namespace).find((h) => h.spec?.id === vm.host && h.spec?.provider?.name === src.metadata.name && this.isReady(h));
+    const hs = host ? secretData(ctx.inf.secret.get(host.spec?.secret?.namespace ?? '', host.spec?.secret?.name ?? '')) : undefined;
+    const b64 = (v: string): string => Buffer.from(v, 'utf8').toString('base64');
+    const data: Record<string, string> = { accessKeyId: b64((hs ?? ps).user ?? ''), secretKey: b64((hs ?? ps).password ?? '') };
+    if (ps.cacert !== undefined) data.cacert = b64(ps.cacert);
+    return await redoOnApiError(ctx, signal, `VDDK Secret of ${vm.id}`, async () => {
+      const found = (await ctx.rest.list(R.Secret, tns)).items.find((o) => Object.entries(want).every(([k, v]) => o.metadata.labels?.[k] === v));
+      if (found) return await ctx.rest.patch(R.Secret, tns, found.metadata.name, { data });
+      return await ctx.rest.create(R.Secret, { metadata: { generateName: `${plan.metadata.name}-${vm.id}-`, namespace: tns, labels: want }, type: 'Opaque', data });
+    });
+  }
+
+  /**
+   * The Secret part of migration.go cleanup (DeleteSecret: every Secret of the target namespace labelled with
+   * the Plan's uid, the VM's id and resource=vm-config, whatever the Migration), as Cancel, Archive and a
+   * re-run's Started phase call it at both tags and v2.12.5 also after a VM's success.
+   */
+  private async deleteVddkSecrets(plan: Obj, vmId: string): Promise<void> {
+    const tns: string = plan.spec?.targetNamespace ?? '';
+    if (!tns) return;
+    for (const o of (await this.ctx.rest.list(R.Secret, tns)).items) {
+      const l = o.metadata.labels ?? {};
+      if (l.plan === plan.metadata.uid && l.vmID === vmId && l.resource === 'vm-config') await this.ctx.rest.del(R.Secret, tns, o.metadata.name).catch(() => false);
+    }
+  }
+
+  /**
+   * Migration.Archive (migration.go at both tags): cleanup of every VM of the Plan's status — its VDDK Secret
+   * always; its VirtualMachine and DataVolumes too when it did not succeed and deleteVmOnFailMigration is
+   * set — then the VM is marked complete. A failed archive is not retried (best effort), but Archived is
+   * set regardless.
+   */
+  private async archive(plan: Obj): Promise<void> {
+    const tns: string = plan.spec?.targetNamespace ?? '';
+    for (const vm of (plan.status?.migration?.vms ?? []) as VMState[]) {
+      await this.deleteVddkSecrets(plan, vm.id).catch(() => undefined);
+      const succeeded = (vm.conditions ?? []).some((c) => c.type === 'Succeeded');
+      if (!succeeded && plan.spec?.deleteVmOnFailMigration !== false && tns) {
+        for (const dv of (await this.ctx.rest.list(R.DataVolume, tns)).items) {
+          if (dv.metadata.labels?.plan === plan.metadata.uid && dv.metadata.labels?.vmID === vm.id) await this.ctx.rest.del(R.DataVolume, tns, dv.metadata.name).catch(() => false);
+        }
+      }
+    }
+  }
+
   private async planDeleted(plan: Obj): Promise<void> {
     const key = keyOf(plan);
     this.planValidation.delete(key);
+    this.blockerSince.delete(key);
     // The sim's own bookkeeping for the Plan goes with it (not a simulated behaviour: no API object changes).
     this.writeChains.delete(key);
     this.forget(this.vddkChecked, this.vddkChecking, `${plan.metadata.uid}/`, true);
@@ -564,13 +754,18 @@ export class Forklift {
     if (run?.frozen) this.runs.delete(key);
     // v2.12.5 only: cleanupOrphanedResources (forklift@v2.12.5:pkg/controller/plan/controller.go) deletes every
     // claim and DataVolume labelled plan-name/plan-namespace that no VirtualMachine owns. v2.11.5 deletes nothing.
-    if (this.ctx.forkliftVersion !== '2.12') return;
+    if (!is212(this.ctx)) return;
     for (const [i, res] of [[this.ctx.inf.dv, R.DataVolume], [this.ctx.inf.pvc, R.PVC]] as const) {
       for (const o of i.list()) {
         if (o.metadata.labels?.['plan-name'] !== plan.metadata.name || o.metadata.labels?.['plan-namespace'] !== plan.metadata.namespace) continue;
         if ((o.metadata.ownerReferences ?? []).some((r) => r.kind === 'VirtualMachine')) continue;
         await this.ctx.rest.del(res, o.metadata.namespace, o.metadata.name).catch(() => false);
       }
+    }
+    // …and every Secret so labelled, the VDDK Secret among them (deleteOrphanedResources, no VM-owned check).
+    for (const o of this.ctx.inf.secret.list()) {
+      if (o.metadata.labels?.['plan-name'] !== plan.metadata.name || o.metadata.labels?.['plan-namespace'] !== plan.metadata.namespace) continue;
+      await this.ctx.rest.del(R.Secret, o.metadata.namespace, o.metadata.name).catch(() => false);
     }
   }
 
@@ -647,7 +842,8 @@ export class Forklift {
   private terminal(run: Run, what: 'plan' | 'migration'): Cond {
     const subject = what === 'plan' ? 'The plan execution has' : 'The migration has';
     if (run.result === 'Succeeded') return { ...cond('Succeeded', 'Advisory', 'Completed', `${subject} SUCCEEDED.`), durable: true };
-    if (run.result === 'Failed') return { ...cond('Failed', 'Advisory', 'Completed', `${subject} FAILED.`), durable: true };
+    if (run.result === 'Failed') return { ...cond('Failed', 'Advisory', 'Completed', run.blockerFailure ?? `${subject} FAILED.`), durable: true };
+    if (run.cancelReason) return { ...cond('Canceled', 'Advisory', run.cancelReason, 'The migration has been canceled.'), durable: true };
     return { ...cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', `${subject} been CANCELED.`), durable: true };
   }
 
@@ -743,7 +939,7 @@ export class Forklift {
     }
     if (this.runs.has(planKey)) return; // another migration of this plan is running; wait for it
     const now = new Date().toISOString();
-    const run: Run = { planKey, migration: m, started: now, vms: [], abort: new AbortController(), cancelVM: new Map() };
+    const run: Run = { planKey, migration: m, started: now, vms: [], abort: new AbortController(), cancelVM: new Map(), snapshot: this.snapshotOf(plan) };
     const hist = (plan.status?.migration?.history ?? []) as unknown[];
     const prevTerminal = ((plan.status?.conditions ?? []) as Cond[]).some((c) => c.type === 'Succeeded' || c.type === 'Failed');
     this.runs.set(planKey, run);
@@ -830,7 +1026,7 @@ export class Forklift {
     let next = 0;
     for (const st of run.vms.slice(inflight)) st.conditions = stamp([cond('Pending', 'Advisory', 'Pending', 'The VM migration is PENDING.')], undefined);
     const worker = async (): Promise<void> => {
-      while (next < vms.length && !run.frozen) {
+      while (next < vms.length && !run.frozen && !run.cancelReason) {
         const i = next++;
         run.vms[i]!.conditions = [];
         if (isWarm(plan)) await this.migrateVMWarm(run, plan, src, world, vms[i]!, run.vms[i]!);
@@ -839,8 +1035,11 @@ export class Forklift {
     };
     await Promise.all(Array.from({ length: Math.min(inflight, vms.length) }, () => worker()));
     if (this.ctx.stopping || run.frozen) return;
+    // A VM a snapshot mismatch canceled before its worker reached it (controller.go: the snapshot's Canceled
+    // condition is copied to every VM not Succeeded/Failed).
+    if (run.cancelReason) for (const v of run.vms) if (!v.conditions.some((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))) v.conditions = stamp([{ ...cond('Canceled', 'Advisory', run.cancelReason, 'The migration has been canceled.'), durable: true }], undefined);
     const results = run.vms.map((v) => v.conditions.find((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))?.type);
-    run.result = run.canceledByDelete || results.every((r) => r === 'Canceled') ? 'Canceled' : results.includes('Failed') ? 'Failed' : 'Succeeded';
+    run.result = run.cancelReason || run.canceledByDelete || results.every((r) => r === 'Canceled') ? 'Canceled' : results.includes('Failed') ? 'Failed' : 'Succeeded';
     run.completed = new Date().toISOString();
     await this.finish(run);
   }
@@ -860,7 +1059,7 @@ export class Forklift {
         plan: plan.metadata.uid!,
         migration: run.migration.metadata.uid!,
         vmID: vm.id,
-        ...(this.ctx.forkliftVersion === '2.12' ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
+        ...(is212(this.ctx) ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
       },
     };
   }
@@ -891,6 +1090,8 @@ export class Forklift {
       st.started = now();
       init.phase = 'Running';
       init.started = now();
+      // PhaseStarted → cleanup (migration.go at both tags): what an earlier run of this VM left goes first.
+      await this.deleteVddkSecrets(plan, vm.id);
       await phase('StorePowerState');
       st.restorePowerState = vm.powerState === 'poweredOn' ? 'On' : 'Off';
       await phase('PowerOffSource');
@@ -986,6 +1187,9 @@ export class Forklift {
     st.phase = 'Completed';
     st.completed = now();
     st.conditions = stamp([cond('Succeeded', 'Advisory', 'Completed', 'The VM migration has SUCCEEDED.')], undefined);
+    // v2.12.5 cleans up after a VM's success (migration.go, the Succeeded branch: cleanup(vm, …, false)), the
+    // VDDK Secret with it; v2.11.5 does not (it stays until the Plan is archived or runs again).
+    if (is212(this.ctx)) await this.deleteVddkSecrets(plan, vm.id).catch(() => undefined);
     this.markDirty(run);
   }
 
@@ -1008,7 +1212,7 @@ export class Forklift {
     st.completed = new Date().toISOString();
     if (canceled) {
       st.phase = 'Canceled';
-      st.conditions = stamp([cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
+      st.conditions = stamp([run.cancelReason ? { ...cond('Canceled', 'Advisory', run.cancelReason, 'The migration has been canceled.'), durable: true } : cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
     } else {
       const msg = (e as Error).message;
       if (!(e as { forklift?: boolean }).forklift && !o.quiet?.(msg)) console.error(`[sim] migrate ${vm.id}: ${msg}`);
@@ -1018,6 +1222,9 @@ export class Forklift {
       st.conditions = stamp([cond('Failed', 'Advisory', 'Completed', 'The VM migration has FAILED.')], undefined);
     }
     o.beforeCleanup?.();
+    // Migration.Cancel → cleanup (migration.go at both tags): a canceled VM's VDDK Secret goes. A failed VM's
+    // stays until the Plan is archived, runs again or (v2.12.5) is deleted.
+    if (canceled) await this.deleteVddkSecrets(plan, vm.id).catch(() => undefined);
     if (canceled || plan.spec.deleteVmOnFailMigration !== false) {
       for (const dv of o.dvs) {
         await this.ctx.rest.del(R.DataVolume, o.tns, dv.metadata.name).catch(() => false);
@@ -1103,6 +1310,7 @@ export class Forklift {
       st.started = now();
       init.phase = 'Running';
       init.started = now();
+      await this.deleteVddkSecrets(plan, vm.id);
       // Precopying from a running source: its power state is left alone until the cutover.
       await snapshot('CreateInitialSnapshot', 'WaitForInitialSnapshot');
       changedSince = Date.now();
@@ -1302,6 +1510,7 @@ export class Forklift {
     const dvs: Obj[] = [];
     const smEntries = (ctx.inf.smap!.get(plan.spec.map.storage.namespace, plan.spec.map.storage.name)?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string }; destination?: { storageClass?: string; volumeMode?: string; accessMode?: string } }>;
     const vddk: string = src.spec?.settings?.vddkInitImage ?? '';
+    const secret = await this.ensureVddkSecret(plan, src, vm, labels, signal);
     for (const d of vm.disks) {
       const ds = world.fixture.datastores.find((x) => x.id === d.datastore)!;
       const dest = smEntries.find((e) => e.source?.id === ds.id || (!e.source?.id && e.source?.name === ds.name))?.destination ?? {};
@@ -1330,7 +1539,7 @@ export class Forklift {
                   url: src.spec.url,
                   uuid: vm.uuid,
                   thumbprint: world.fixture.thumbprint,
-                  secretRef: `${plan.metadata.name}-${vm.id}-vddk`,
+                  secretRef: secret.metadata.name,
                   initImageURL: vddk,
                 },
               },
