@@ -3,6 +3,7 @@
 import { TaskReason } from '../api/conditions.ts';
 import { describeCondition, type ForkliftCondition } from './plan.ts';
 import { WARM_PRIVILEGES_TEXT } from '../api/warm.ts';
+import { blockerFailure } from './blocker.ts';
 
 export interface Translation {
   reason: TaskReason;
@@ -119,6 +120,9 @@ function join(advice: string, words: string): string {
 
 /** A VM's failure text (error reasons, failed step messages) → reason + actionable message. */
 export function translateFailure(text: string, ctx: FailureContext = {}, fallback: TaskReason = TaskReason.TransferFailed): Translation {
+  // First: a v2.12 blocker failure quotes the blockers' own words, which the rules below would misread.
+  const blocked = blockerFailure(text, ctx.sourceName);
+  if (blocked) return { reason: blocked.reason, message: blocked.message };
   for (const r of FAILURE_RULES) {
     if (r.match.test(text)) return { reason: r.reason, message: join(r.advice(ctx), text) };
   }

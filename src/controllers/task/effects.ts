@@ -9,6 +9,7 @@ import { translateFailure, translatePlanBlockers, type FailureContext } from '..
 import type { ProviderRefs } from '../../forklift/maps.ts';
 import { renderMigration } from '../../forklift/migration.ts';
 import { renderPlan } from '../../forklift/plan.ts';
+import { archivePatch, planDeletionStep } from '../../forklift/retire.ts';
 import { importMode } from '../../forklift/warm.ts';
 import { stallMessage, type ClaimEventLike } from '../../forklift/progress.ts';
 import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
@@ -302,6 +303,14 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
       if (await ctx.client.delete(GVRs.Migration, ns, m.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;
     }
     for (const p of plans) {
+      // [forklift#27 wiring C] Archived first, so that Forklift removes the VDDK Secret it left in this
+      // namespace (v2.11.5 never does once the Plan is gone): src/forklift/retire.ts.
+      const step = planDeletionStep(p, ctx.now());
+      if (step !== 'delete') {
+        if (step === 'archive') await ctx.client.patch(GVRs.Plan, ns, p.metadata!.name!, archivePatch(ctx.now())).catch((e: unknown) => { if (!isNotFound(e)) throw e; });
+        remaining++;
+        continue;
+      }
       const uid = p.metadata?.uid ?? '';
       for (const gvr of [GVRs.VirtualMachine, GVRs.DataVolume, GVRs.PersistentVolumeClaim]) {
         for (const o of await listOptional(ctx, gvr, ns, { [PLAN_LABEL]: uid })) {
