@@ -19,6 +19,7 @@ import { PLAN_CRD_NAME, forkliftTooOldMessage, missingPlanFields } from '../../f
 import { CachedCA, InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import { inventoryEntry } from '../../forklift/assess.ts';
 import {
+  ANNOTATION_RETEST,
   credentialsSecretName,
   destinationProviderName,
   hostObjectName,
@@ -42,6 +43,8 @@ import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runt
 import { getCondition, patchStatus, setCondition } from '../../runtime/status.ts';
 import { heldBack, recordRejection, retryNote } from './credentials.ts';
 import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
+import { holdProviderSpec, specFieldsChanged } from './hold.ts';
+import { retestDue } from './retest.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
 import { SealError, isSealed, sealedKid, unseal } from '../../credentials/seal.ts';
@@ -184,6 +187,16 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
     ],
     reconcile: (key, ctx) => reconcileSource(cfg, withNetworks(ctx), key, ctx, ownWrites),
   };
+}
+
+/**
+ * The tasks still importing over source `name` (inuse.ts), read live as the deletion's hold reads them: a
+ * cache behind a just-created task would let a Provider update cancel its first run.
+ */
+async function tasksImportingOver(ctx: ReconcileContext, ns: string, name: string): Promise<string[]> {
+  const tasks = (await ctx.client.list<KubeObject>(GVRs.VMImportTask, ns)).items as unknown as VMImportTask[];
+  const plans = ctx.installed(GVRs.Plan) ? (await ctx.client.list(GVRs.Plan, ns, { labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}` })).items : [];
+  return tasksHoldingSource(name, tasks, plans);
 }
 
 /** Creates `desired` or brings the existing object in line with it (only when it differs). */
@@ -341,6 +354,9 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   let secret: KubeObject;
   try {
     secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(plain, secretsNs), existing);
+    // After ConnectionAuthFailed Forklift re-tests only on a change of this Secret (retest.ts).
+    const retest = retestDue(providers.get(ns, sourceProviderName(name)), secret, obs.now);
+    if (retest) secret = await ctx.client.patch<KubeObject>(GVRs.Secret, secretsNs, secret.metadata!.name!, { metadata: { annotations: { [ANNOTATION_RETEST]: retest } } });
   } catch (e) {
     if (isWebhookAuthRejection(e)) {
       const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
@@ -348,10 +364,15 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
     }
     throw e;
   }
-  const secretVersion = secret.metadata?.resourceVersion;
 
-  // 2. Providers.
-  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), providers.get(ns, sourceProviderName(name)));
+  // 2. Providers. The source Provider's spec waits while tasks import over it (hold.ts): at v2.11.5 a new
+  // generation cancels their runs.
+  const currentProvider = providers.get(ns, sourceProviderName(name));
+  const desiredProvider = renderSourceProvider(src, cfg.vddkImage, secretsNs);
+  const holders = specFieldsChanged((desiredProvider as { spec?: unknown }).spec, (currentProvider as { spec?: unknown } | undefined)?.spec).length && currentProvider ? await tasksImportingOver(ctx, ns, name) : [];
+  const providerWrite = holdProviderSpec(desiredProvider, currentProvider, () => holders);
+  if (providerWrite.pending) obs.providerUpdatePending = providerWrite.pending;
+  obs.provider = await ensure(ctx, GVRs.Provider, providerWrite.write, currentProvider);
   await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
   // Report what the cache says (status written by Forklift), falling back to what we just wrote.
   obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
@@ -361,12 +382,11 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   // (it looks the host up there), and admits it untested before. Written earlier, a wrong ESXi password
   // would only show later on the Host, tested again and again by Forklift.
   const providerReady = ((obs.provider?.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-  const hostSecretVersions: Record<string, string | undefined> = {};
   for (const h of providerReady ? (plain.spec.hosts ?? []) : []) {
     const desired = renderHostSecret(plain, h, secretsNs);
     const cur = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, desired.metadata!.name!);
     try {
-      hostSecretVersions[h.id] = (await ensure(ctx, GVRs.Secret, desired, cur)).metadata?.resourceVersion;
+      await ensure(ctx, GVRs.Secret, desired, cur);
     } catch (e) {
       // Forklift logs in to https://<address>/sdk with the host's credentials at the Secret's create or
       // update and refuses it (403) with the login or connection error.
@@ -392,7 +412,7 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
       obs.hosts[h.id] = hostsCache.get(ns, hn);
       continue;
     }
-    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id], secretsNs), hostsCache.get(ns, hn));
+    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, secretsNs), hostsCache.get(ns, hn));
     const cached = hostsCache.get(ns, hn);
     obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
   }
