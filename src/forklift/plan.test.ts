@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { VMImportTask } from '../api/types.ts';
-import { readPlanVerdict, renderPlan } from './plan.ts';
+import { planDrift, planDriftMessage, readPlanVerdict, renderPlan } from './plan.ts';
 import { renderMigration } from './migration.ts';
 
 const task: VMImportTask = {
@@ -69,4 +69,21 @@ test('Critical and Error conditions block the Plan with message and items verbat
   assert.equal(ok.ready, true);
   assert.equal(ok.executing, true);
   assert.equal(ok.blockers.length, 0);
+});
+
+test('the Plan as stored is checked against the Plan as rendered: a false the mutator dropped and the CRD defaulted true is named', () => {
+  const rendered = { apiVersion: 'v', kind: 'Plan', metadata: {}, spec: { deleteVmOnFailMigration: false, preserveStaticIPs: false, vms: [{ id: 'vm-1' }], map: { network: { name: 'n' } } } };
+  const same = structuredClone(rendered) as typeof rendered & { spec: Record<string, unknown> };
+  same.spec.transferNetwork = { name: 'added', namespace: 'x' };
+  (same.spec.vms[0] as Record<string, unknown>).name = 'filled-in';
+  assert.deepEqual(planDrift(rendered, same), [], 'fields Forklift or the API server added do not count');
+  // plan-mutator.go patchPayload: a Go-marshalled spec without false values, then the CRD defaults.
+  const mutated = { ...rendered, spec: { deleteVmOnFailMigration: true, preserveStaticIPs: true, vms: [{ id: 'vm-1' }], map: { network: { name: 'n' } }, transferNetwork: { name: 'tn' } } };
+  const drift = planDrift(rendered, mutated);
+  assert.deepEqual(drift, ['spec.deleteVmOnFailMigration', 'spec.preserveStaticIPs']);
+  const m = planDriftMessage(drift, rendered, mutated);
+  assert.match(m, /spec\.deleteVmOnFailMigration: written false, stored true/);
+  assert.match(m, /defaultTransferNetwork/);
+  assert.deepEqual(planDrift(rendered, { ...rendered, spec: { ...rendered.spec, vms: [] } }), ['spec.vms.0', 'spec.vms.length']);
+  assert.deepEqual(planDrift(rendered, undefined), ['spec']);
 });

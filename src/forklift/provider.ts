@@ -185,6 +185,15 @@ export function renderSourceProvider(src: VMImportSource, vddkImage: string, sec
   };
 }
 
+/**
+ * Forklift's Plan mutator, when the destination Provider carries this annotation, sets the Plan's
+ * transferNetwork by replacing /spec with a Go-marshalled copy that omits every false value; the CRD then
+ * defaults deleteVmOnFailMigration, useCompatibilityMode and preserveStaticIPs back to true
+ * (kubev2v/forklift@v2.11.5 and @v2.12.5: pkg/forklift-api/webhooks/mutating-webhook/mutators/plan-mutator.go
+ * setTransferNetworkIfNotSet, patchPayload). Our destination Provider never carries it.
+ */
+export const DEFAULT_TRANSFER_NETWORK_ANNOTATION = 'forklift.konveyor.io/defaultTransferNetwork';
+
 export function renderDestinationProvider(src: VMImportSource): KubeObject {
   return {
     apiVersion: FORKLIFT_API_VERSION,

@@ -20,6 +20,7 @@ import { CachedCA, InventoryClient, InventoryError, pickerList, statusInventory 
 import { inventoryEntry } from '../../forklift/assess.ts';
 import {
   ANNOTATION_RETEST,
+  DEFAULT_TRANSFER_NETWORK_ANNOTATION,
   credentialsSecretName,
   destinationProviderName,
   hostObjectName,
@@ -373,7 +374,13 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   const providerWrite = holdProviderSpec(desiredProvider, currentProvider, () => holders);
   if (providerWrite.pending) obs.providerUpdatePending = providerWrite.pending;
   obs.provider = await ensure(ctx, GVRs.Provider, providerWrite.write, currentProvider);
-  await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
+  const destination = await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
+  // Never on our destination Provider: with it, Forklift's Plan mutator rewrites every Plan's spec without
+  // its false values (provider.ts DEFAULT_TRANSFER_NETWORK_ANNOTATION); whoever added it, it goes.
+  if (destination.metadata?.annotations?.[DEFAULT_TRANSFER_NETWORK_ANNOTATION] !== undefined) {
+    ctx.log.info({ provider: destination.metadata?.name }, 'removing the defaultTransferNetwork annotation from the destination Provider');
+    await ctx.client.patch(GVRs.Provider, ns, destinationProviderName(name), { metadata: { annotations: { [DEFAULT_TRANSFER_NETWORK_ANNOTATION]: null } } });
+  }
   // Report what the cache says (status written by Forklift), falling back to what we just wrote.
   obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
 

@@ -8,7 +8,7 @@ import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from 
 import { translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
 import type { ProviderRefs } from '../../forklift/maps.ts';
 import { renderMigration } from '../../forklift/migration.ts';
-import { renderPlan } from '../../forklift/plan.ts';
+import { planDrift, planDriftMessage, renderPlan } from '../../forklift/plan.ts';
 import { archivePatch, planDeletionStep } from '../../forklift/retire.ts';
 import { importMode } from '../../forklift/warm.ts';
 import { stallMessage, type ClaimEventLike } from '../../forklift/progress.ts';
@@ -87,9 +87,14 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
       if (plan.metadata?.uid) fx.mem.planOwners.set(plan.metadata.uid, taskKey(task));
       return { status: a.status };
     }
-    case 'create-migration':
+    case 'create-migration': {
+      // [forklift#27 wiring D] Only a Plan stored as it was rendered runs (src/forklift/plan.ts planDrift).
+      const rendered = renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage });
+      const drift = planDrift(rendered, i.objects.plan);
+      if (drift.length) return { status: failVM(a.status, TaskReason.PlanNotValid, planDriftMessage(drift, rendered, i.objects.plan)) };
       await createIfAbsent(ctx, fx.mem, GVRs.Migration, renderMigration(task, a.status.id, i.objects.plan!));
       return { status: a.status };
+    }
     case 'fail-diagnosed': {
       const fc = await failureContext(ctx, fx, task, i.source, a.status.id);
       const t = a.blockers ? translatePlanBlockers(a.blockers, fc) : translateFailure(a.text ?? '', fc);
