@@ -46,6 +46,7 @@ import { heldBack, recordRejection, retryNote } from './credentials.ts';
 import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
 import { holdProviderSpec, specFieldsChanged } from './hold.ts';
 import { retestDue } from './retest.ts';
+import { WebhookTimeoutBackoff, isWebhookTimeout, webhookTimeoutMessage } from './webhook-timeout.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
 import { SealError, isSealed, sealedKid, unseal } from '../../credentials/seal.ts';
@@ -55,6 +56,9 @@ import { checkAddress, checkName, isIPLiteral, notAllowedMessage, type ClusterNe
 import { listPodCIDRs } from '../../preflight/podcidr.ts';
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
+
+/** Sources whose credentials Secret write timed out in Forklift's webhook (one process, all sources). */
+const webhookTimeouts = new WebhookTimeoutBackoff();
 
 /**
  * The inventory ConfigMap holds at most this many VMs: a ConfigMap is limited to 1 MiB, and 5000 entries
@@ -271,6 +275,8 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
   obs.gate = await materialise(cfg, deps, src, ctx, obs);
   if (obs.gate && obs.credentialsRejected) {
     result = { requeueAfterMs: Math.max(MIN_HELD_REQUEUE_MS, Date.parse(obs.credentialsRejected.retryAfter) - obs.now.getTime()) };
+  } else if (obs.gate && obs.retryAfterMs !== undefined) {
+    result = { requeueAfterMs: Math.max(MIN_HELD_REQUEUE_MS, obs.retryAfterMs) };
   } else if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
     result = { requeueAfterMs: REQUEUE_GATE_MS };
   } else if (obs.gate?.reason === SourceReason.ForkliftTooOld) {
@@ -351,6 +357,12 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   // 1. The credentials Secret, in the controller's own namespace: no tenant can create, read or replace
   // it there, and the controller needs no access to Secrets in tenant namespaces.
   const secretsNs = cfg.podNamespace;
+  // The last write of this spec's Secret timed out in Forklift's webhook: wait before the next (webhook-timeout.ts).
+  const timedOut = webhookTimeouts.held(src.metadata.uid!, src.metadata.generation ?? 0, obs.now);
+  if (timedOut) {
+    obs.retryAfterMs = timedOut.retryAfterMs;
+    return { reason: SourceReason.ConnectionFailed, message: timedOut.message };
+  }
   const existing = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, credentialsSecretName(src));
   let secret: KubeObject;
   try {
@@ -358,7 +370,14 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
     // After ConnectionAuthFailed Forklift re-tests only on a change of this Secret (retest.ts).
     const retest = retestDue(providers.get(ns, sourceProviderName(name)), secret, obs.now);
     if (retest) secret = await ctx.client.patch<KubeObject>(GVRs.Secret, secretsNs, secret.metadata!.name!, { metadata: { annotations: { [ANNOTATION_RETEST]: retest } } });
+    webhookTimeouts.clear(src.metadata.uid!);
   } catch (e) {
+    if (isWebhookTimeout(e)) {
+      const host = URL.canParse(src.spec.url) ? new URL(src.spec.url).host : src.spec.url.slice(0, 253);
+      const t = webhookTimeouts.record(src.metadata.uid!, src.metadata.generation ?? 0, obs.now, (at) => webhookTimeoutMessage(host, at, redact(e.message, secretsOf(plain))));
+      obs.retryAfterMs = t.retryAfterMs;
+      return { reason: SourceReason.ConnectionFailed, message: t.message };
+    }
     if (isWebhookAuthRejection(e)) {
       const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
       return refused(`vCenter rejected the credentials.${sso} Forklift refused the credentials Secret: ${e.message}`);

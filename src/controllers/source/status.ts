@@ -26,6 +26,8 @@ export interface SourceObservation {
   inventoryFault?: unknown;
   /** Forklift refused this spec's credentials at the Secret write (the gate says so). */
   credentialsRejected?: CredentialsRejection;
+  /** A gate that must not be retried sooner (webhook-timeout.ts). */
+  retryAfterMs?: number;
   /** A source Provider spec update held back while tasks import over the source (hold.ts). */
   providerUpdatePending?: { fields: string[]; tasks: string[] };
 }
