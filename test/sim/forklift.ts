@@ -383,12 +383,16 @@ export class Forklift {
       if (missing.length) conds.push(cond('SecretNotValid', 'Critical', 'DataErr', 'The secret is not valid.', missing));
     }
     if (!blocking(conds) && hf && world) {
-      if (hf.inMaintenance) conds.push(cond('InMaintenance', 'Warn', 'InMaintenance', 'The host is in maintenance mode.'));
+      // validation.go at both tags: from the inventory's host, both Critical (the Host is never Ready then).
+      if (hf.inMaintenance) conds.push(cond('InMaintenance', 'Critical', 'StateEvaluated', 'Host is in maintenance mode.'));
+      if (hf.status !== 'green') conds.push(cond('NotHealthy', 'Critical', 'StateEvaluated', "Host status not 'green'."));
+      // The connection is tested either way; Ready needs no blocker (controller.go at both tags).
+      const stateBlocks = blocking(conds);
       if (!world.reachable(hf.id, ip)) conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Could not connect to the ESXi host: dial tcp ${ip}:443: connect: no route to host`));
       else if (data.user !== hf.user || data.password !== hf.password) conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', 'Could not connect to the ESXi host: incorrect user name or password.'));
       else {
         conds.push(cond('ConnectionTestSucceeded', 'Required', 'Tested', 'Connection test, succeeded.'));
-        conds.push(cond('Ready', 'Required', 'Completed', 'The host is ready.'));
+        if (!stateBlocks) conds.push(cond('Ready', 'Required', 'Completed', 'The host is ready.'));
       }
     }
     await this.writeStatus(R.Host, h, { conditions: conds });
