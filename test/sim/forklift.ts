@@ -473,6 +473,7 @@ export class Forklift {
       const netUnmapped: string[] = [];
       const stoUnmapped: string[] = [];
       const multiPod: string[] = [];
+      const dupNad: string[] = [];
       const toolsIssue: string[] = [];
       // Warm Plans (Plan.IsWarm: spec.warm || spec.type == warm, pkg/apis/forklift/v1beta1/plan.go at v2.11.5).
       const warm = spec.warm === true || spec.type === 'warm';
@@ -506,12 +507,16 @@ export class Forklift {
         const nets = world.fixture.networks.filter((n) => vm.nics.some((c) => c.network === n.id));
         if (nm.obj && nets.some((n) => !nmEntries.some((e) => matches(e, n)))) netUnmapped.push(label);
         if (nm.obj && nets.filter((n) => nmEntries.some((e) => matches(e, n) && e.destination?.type === 'pod')).length > 1) multiPod.push(label);
+        // adapter/base/network.go ValidateNetworkDuplicates (both tags): per NIC, two on one namespace/name of Multus.
+        const nads = vm.nics.map((c) => nmEntries.find((e) => matches(e, world.fixture.networks.find((n) => n.id === c.network) ?? { id: c.network, name: '' }))?.destination as { type?: string; namespace?: string; name?: string } | undefined).filter((d) => d?.type === 'multus').map((d) => `${d!.namespace}/${d!.name}`);
+        if (nm.obj && new Set(nads).size < nads.length) dupNad.push(label);
         const dss = world.fixture.datastores.filter((d) => vm.disks.some((x) => x.datastore === d.id));
         if (sm.obj && dss.some((d) => !smEntries.some((e) => matches(e, d)))) stoUnmapped.push(label);
       }
       if (notFound.length) conds.push(cond('VMNotFound', 'Critical', 'NotFound', 'VM not found.', notFound));
       if (netUnmapped.length) conds.push(cond('VMNetworksNotMapped', 'Critical', 'NotValid', 'VM has unmapped networks.', netUnmapped));
       if (multiPod.length) conds.push(cond('VMMultiplePodNetworkMappings', 'Critical', 'NotValid', 'VM has more than one interface mapped to the pod network.', multiPod));
+      if (dupNad.length) conds.push(cond('VMDuplicateNADMappings', 'Critical', 'NotValid', 'Multiple VM NICs use the same Multus NAD name (OVN-Kubernetes uses NAD names as map keys).', dupNad));
       if (stoUnmapped.length) conds.push(cond('VMStorageNotMapped', 'Critical', 'NotValid', 'VM has unmapped storage.', stoUnmapped));
       if (toolsIssue.length) conds.push(cond('GuestToolsIssue', 'Critical', 'NotValid', GUEST_TOOLS_MESSAGE, toolsIssue));
       // The warm conditions of validation.go at v2.11.5 (missingCbtForWarm, vmHasSnapshotsForWarm), Critical.
