@@ -16,7 +16,10 @@ export interface SimTimings {
   tickMs: number;
   /** Pause between itinerary phases, so observers can see each one. */
   stepMs: number;
-  /** VMs of one Migration transferring at once (Forklift's controller_max_vm_inflight, 20); the rest are Pending. */
+  /**
+   * Forklift's MAX_VM_INFLIGHT (controller_max_vm_inflight, 20): the disks in flight per ESXi host, across
+   * the Plans of one source Provider (scheduler/vsphere/scheduler.go); VMs beyond it are Pending.
+   */
   maxVmInflight: number;
   /**
    * Warm: the time between precopies, Forklift's PRECOPY_INTERVAL (minutes, default 60:

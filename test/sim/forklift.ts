@@ -7,6 +7,18 @@ import { type Cond, type Ctx, blocking, cond, emitEvent, is212, later, sameStatu
 import { HttpError, Informer, type Obj, Queue, R, conflict, keyOf, notFound } from './rest.ts';
 import { type ConversionFailure, type DiskFixture, type VMFixture, type World, NO_PERMISSION, contentIdentity, sameUrl } from './world.ts';
 
+/**
+ * scheduler.go schedulable (kubev2v/forklift@v2.11.5 and @v2.12.5:pkg/controller/plan/scheduler/vsphere/):
+ * a host already at MAX_VM_INFLIGHT schedules nothing; else a VM fits when its cost (untransferred disks)
+ * plus the host's in-flight disks stay within it, and a VM costing more than the limit runs on an idle host.
+ * Each pending VM is judged against the host's current load (not cumulatively). Upstream's own table
+ * (scheduler_test.go TestScheduler) runs against this in test/unit/sim-oracle.test.ts.
+ */
+export function schedulableOnHost(inflight: number, cost: number, max: number): boolean {
+  if (inflight >= max) return false;
+  return cost + inflight <= max || (cost > max && inflight === 0);
+}
+
 /** Forklift's Provider/Host predicates: an update counts when status.observedGeneration < generation. */
 function specChanged(o: Obj): boolean {
   return (o.status?.observedGeneration ?? 0) < (o.metadata.generation ?? 0);
@@ -46,6 +58,17 @@ interface VMState {
   newName?: string;
   /** A warm run's precopy record (kubev2v/forklift@v2.11.5:pkg/apis/forklift/v1beta1/plan/vm.go, Warm). */
   warm?: WarmState;
+}
+
+/** The sim's own record of a VM holding transfer slots on its ESXi host (not written to any status). */
+interface Slot {
+  provider: string;
+  host: string;
+  /**
+   * The VM's cost (scheduler.go cost): its disks, held until the VM ends (upstream frees each disk as it
+   * finishes, finishedDisks: a VM whose copy is done but is still being built holds slots here a little longer).
+   */
+  disks: number;
 }
 
 interface Precopy {
@@ -101,6 +124,8 @@ export class Forklift {
   /** Logs of the virt-v2v pods, by namespace/name. */
   private readonly podLogs = new Map<string, string>();
   private readonly writeChains = new Map<string, Promise<boolean>>();
+  /** VMs holding transfer slots, by run and VM id (scheduler.go buildInFlight). */
+  private readonly slots = new Map<string, Slot>();
   /** When each Critical/Error condition of a Plan first appeared (by plan key, then condition type). */
   private readonly blockerSince = new Map<string, Map<string, number>>();
   /** Plans whose refused status write is to be redone (one pending redo each). */
@@ -580,12 +605,24 @@ export class Forklift {
       vddkChecked: this.vddkChecked.size + this.vddkChecking.size,
       planValidation: this.planValidation.size,
       blockerSince: this.blockerSince.size,
+      slots: this.slots.size,
       runs: this.runs.size,
       podLogs: this.podLogs.size,
       writeChains: this.writeChains.size,
       planRedo: this.planRedo.size,
       dirty: this.dirty.size,
     };
+  }
+
+  /**
+   * scheduler.go schedulable at both tags: true when the VMs in flight on `host` of source Provider
+   * `provider` leave room for `disks` more (MAX_VM_INFLIGHT, here timings.maxVmInflight), or when the host
+   * is idle.
+   */
+  private schedulable(provider: string, host: string, disks: number): boolean {
+    let inflight = 0;
+    for (const s of this.slots.values()) if (s.provider === provider && s.host === host) inflight += s.disks;
+    return schedulableOnHost(inflight, disks, Math.max(1, this.ctx.timings.maxVmInflight));
   }
 
   private isReadyConds(cs: Cond[]): boolean {
@@ -1029,20 +1066,38 @@ export class Forklift {
       });
     }
     this.markDirty(run);
-    // At most maxVmInflight VMs transfer at once (MAX_VM_INFLIGHT, default 20: pkg/settings/migration.go);
-    // the others wait as Pending.
-    const inflight = Math.max(1, this.ctx.timings.maxVmInflight);
-    let next = 0;
-    for (const st of run.vms.slice(inflight)) st.conditions = stamp([cond('Pending', 'Advisory', 'Pending', 'The VM migration is PENDING.')], undefined);
-    const worker = async (): Promise<void> => {
-      while (next < vms.length && !run.frozen && !run.cancelReason) {
-        const i = next++;
-        run.vms[i]!.conditions = [];
-        if (isWarm(plan)) await this.migrateVMWarm(run, plan, src, world, vms[i]!, run.vms[i]!);
-        else await this.migrateVM(run, plan, src, world, vms[i]!, run.vms[i]!);
+    // The vSphere scheduler (pkg/controller/plan/scheduler/vsphere/scheduler.go at both tags): a VM starts once
+    // the untransferred disks of the VMs running on its ESXi host — across every Plan of the same source
+    // Provider — plus its own fit MAX_VM_INFLIGHT (default 20, pkg/settings/migration.go), or when its host
+    // is idle (a VM with more disks than the limit runs alone). Until then it is Pending.
+    const pending = cond('Pending', 'Advisory', 'Pending', 'The VM migration is PENDING.');
+    for (const st of run.vms) st.conditions = stamp([pending], undefined);
+    await Promise.all(vms.map(async (vm, i) => {
+      const st = run.vms[i]!;
+      const slot = `${run.migration.metadata.uid}/${vm.id}`;
+      try {
+        while (!this.schedulable(src.metadata.uid!, vm.host, vm.disks.length)) {
+          if (run.frozen || run.cancelReason || run.abort.signal.aborted) return;
+          await sleep(this.ctx, this.ctx.timings.tickMs, run.abort.signal);
+        }
+      } catch {
+        return;
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(inflight, vms.length) }, () => worker()));
+      if (run.frozen || run.cancelReason || run.abort.signal.aborted) return;
+      this.slots.set(slot, { provider: src.metadata.uid!, host: vm.host, disks: vm.disks.length });
+      st.conditions = [];
+      this.markDirty(run);
+      try {
+        if (isWarm(plan)) await this.migrateVMWarm(run, plan, src, world, vm, st);
+        else await this.migrateVM(run, plan, src, world, vm, st);
+      } finally {
+        this.slots.delete(slot);
+      }
+    }));
+    // VMs still waiting for a slot when the run ended were canceled with it (migration.go Cancel).
+    if (!this.ctx.stopping && !run.frozen && run.abort.signal.aborted) {
+      for (const v of run.vms) if (v.conditions.some((c) => c.type === 'Pending')) v.conditions = stamp([run.cancelReason ? { ...cond('Canceled', 'Advisory', run.cancelReason, 'The migration has been canceled.'), durable: true } : cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
+    }
     if (this.ctx.stopping || run.frozen) return;
     // A VM a snapshot mismatch canceled before its worker reached it (controller.go: the snapshot's Canceled
     // condition is copied to every VM not Succeeded/Failed).

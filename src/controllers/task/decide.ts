@@ -24,7 +24,7 @@
 import { SourceReason, TaskReason } from '../../api/conditions.ts';
 import type { VMStatus } from '../../api/types.ts';
 import { SUCCESS_WITHOUT_OUTPUT_MESSAGE } from '../../forklift/failures.ts';
-import { currentStep, sourcePoweredOff, transferDone, type VMMigration } from '../../forklift/migration.ts';
+import { QUEUED_MESSAGE, currentStep, sourcePoweredOff, transferDone, type VMMigration } from '../../forklift/migration.ts';
 import { describeCondition, type ForkliftCondition, type PlanVerdict } from '../../forklift/plan.ts';
 import { isStalled } from '../../forklift/progress.ts';
 import { cutoverPatch, precopySummary, warmSourcePoweredOff, warmStage, type ImportMode } from '../../forklift/warm.ts';
@@ -288,7 +288,7 @@ export function nextVMAction(o: VMObservation): VMAction {
     // Before the DiskTransfer step reports sizes: a stall here is measured from the start.
     const idleMs = Math.min(o.idleBeforeBytesMs ?? 0, o.dataVolumeIdleMs ?? Infinity);
     if (isStalled({ idleMs, stallAfterMs: o.stallAfterMs, converting: false })) return { type: 'stalled', status: v, idleMs, percent: 0 };
-    return { type: 'report', status: { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? 'queued behind Forklift\'s in-flight limit' : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` } };
+    return { type: 'report', status: { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? QUEUED_MESSAGE /* [forklift#27 wiring F] */ : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` } };
   }
 
   if (run.canceled) return { type: 'fail', status: failVM(v, TaskReason.Canceled, `Forklift canceled the migration${run.errors.length ? `: ${run.errors.join('; ')}` : ''}; create a new task`) };
