@@ -10,6 +10,7 @@ import type { ProviderRefs } from '../../forklift/maps.ts';
 import { renderMigration } from '../../forklift/migration.ts';
 import { planDrift, planDriftMessage, renderPlan } from '../../forklift/plan.ts';
 import { archivePatch, planDeletionStep } from '../../forklift/retire.ts';
+import { recheckStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
 import { importMode } from '../../forklift/warm.ts';
 import { stallMessage, type ClaimEventLike } from '../../forklift/progress.ts';
 import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
@@ -83,6 +84,10 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
     case 'fail':
       return { status: a.status };
     case 'create-plan': {
+      // [forklift#27 wiring G] The class is read again right before the Plan (src/preflight/storage.ts recheckStorageClass).
+      const cls = task.status?.storageClass;
+      const changed = cls ? recheckStorageClass(cls, (await ctx.client.get(GVRs.StorageClass, undefined, cls)) as unknown as StorageClassLike | undefined) : undefined;
+      if (changed) return { status: failVM(a.status, changed.reason, changed.message) };
       const plan = await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage }));
       if (plan.metadata?.uid) fx.mem.planOwners.set(plan.metadata.uid, taskKey(task));
       return { status: a.status };
