@@ -13,6 +13,21 @@ export interface PlanInput {
   providers: ProviderRefs;
   networkMap: Ref;
   storageMap: Ref;
+  /** preserveStaticIPs (preserveStaticIPsFor); false when absent. */
+  staticIPs?: boolean;
+}
+
+/**
+ * Whether a Plan keeps the guests' static IPs: only with guest conversion (virt-v2v writes them into the
+ * guest: kubev2v/forklift@v2.11.5:pkg/controller/plan/adapter/vsphere/builder.go PodEnvironment) and only when
+ * every network of the task maps to Multus. A NIC on the pod network gets its address from the pod network,
+ * and the vSphere address written into the guest leaves it unreachable there (Forklift only warns,
+ * NetMapPreservingIPsOnPodNetwork). The task's NetworkMap covers all its VMs, so one VM on the pod network
+ * turns it off for the task. Without conversion nothing reads the field. Pure.
+ */
+export function preserveStaticIPsFor(convert: boolean, networkMap: KubeObject | undefined): boolean {
+  const entries = ((networkMap as { spec?: { map?: Array<{ destination?: { type?: string } }> } } | undefined)?.spec?.map ?? []);
+  return convert && entries.length > 0 && entries.every((e) => e.destination?.type === 'multus');
 }
 
 export function renderPlan(input: PlanInput): KubeObject {
@@ -57,8 +72,9 @@ export function renderPlan(input: PlanInput): KubeObject {
       // Default-true booleans, written explicitly (see above). preserveStaticIPs acts only through virt-v2v,
       // and only for guests whose VMware Tools report their IPs (the inventory's guest networks): others
       // get Forklift's VMMissingGuestIPs warning (kubev2v/forklift@v2.11.5:
-      // pkg/controller/plan/adapter/vsphere/builder.go PodEnvironment, validator.go StaticIPs).
-      preserveStaticIPs: true,
+      // pkg/controller/plan/adapter/vsphere/builder.go PodEnvironment, validator.go StaticIPs). Set only when
+      // every NIC maps to Multus (preserveStaticIPsFor).
+      preserveStaticIPs: input.staticIPs === true,
       migrateSharedDisks: true,
       // Unconverted guests have no virtio drivers: SATA disks / e1000e NICs. A converted guest has them,
       // and Forklift ignores this field then (virtio always; plan.go UseCompatibilityMode): false says so.

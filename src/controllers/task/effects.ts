@@ -8,7 +8,7 @@ import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from 
 import { translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
 import type { ProviderRefs } from '../../forklift/maps.ts';
 import { renderMigration } from '../../forklift/migration.ts';
-import { planDrift, planDriftMessage, renderPlan } from '../../forklift/plan.ts';
+import { planDrift, planDriftMessage, preserveStaticIPsFor, renderPlan } from '../../forklift/plan.ts';
 import { archivePatch, planDeletionStep } from '../../forklift/retire.ts';
 import { recheckStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
 import { importMode } from '../../forklift/warm.ts';
@@ -22,7 +22,7 @@ import { RECORDED_AT_ONCE, reconcileHandoff } from '../handoff/index.ts';
 import { WAIT_WRITE_AFTER_MS, notBefore, type VMAction } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
 import type { TaskMetrics } from './metrics.ts';
-import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, listOptional, taskKey, type VMObjects } from './observe.ts';
+import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, getCached, listOptional, taskKey, type VMObjects } from './observe.ts';
 import { advertisedAddress, failVM, hostDescription, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
 import { deriveTaskStatus } from './status.ts';
 
@@ -88,13 +88,17 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
       const cls = task.status?.storageClass;
       const changed = cls ? recheckStorageClass(cls, (await ctx.client.get(GVRs.StorageClass, undefined, cls)) as unknown as StorageClassLike | undefined) : undefined;
       if (changed) return { status: failVM(a.status, changed.reason, changed.message) };
-      const plan = await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage }));
+      // [forklift#27 wiring J] static IPs only when every NIC maps to Multus (src/forklift/plan.ts preserveStaticIPsFor).
+      const staticIPs = (await staticIPsOf(ctx, fx, task, i.maps.network.name)) ?? false;
+      const plan = await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage, staticIPs }));
       if (plan.metadata?.uid) fx.mem.planOwners.set(plan.metadata.uid, taskKey(task));
       return { status: a.status };
     }
     case 'create-migration': {
       // [forklift#27 wiring D] Only a Plan stored as it was rendered runs (src/forklift/plan.ts planDrift).
-      const rendered = renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage });
+      // A NetworkMap not readable now: its preserveStaticIPs is taken as stored (the others are still compared).
+      const stored = (i.objects.plan as { spec?: { preserveStaticIPs?: unknown } } | undefined)?.spec?.preserveStaticIPs === true;
+      const rendered = renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage, staticIPs: (await staticIPsOf(ctx, fx, task, i.maps.network.name)) ?? stored });
       const drift = planDrift(rendered, i.objects.plan);
       if (drift.length) return { status: failVM(a.status, TaskReason.PlanNotValid, planDriftMessage(drift, rendered, i.objects.plan)) };
       await createIfAbsent(ctx, fx.mem, GVRs.Migration, renderMigration(task, a.status.id, i.objects.plan!));
@@ -289,6 +293,16 @@ async function claimEvents(ctx: ReconcileContext, task: VMImportTask, plan: stri
     ctx.events.event(task as unknown as KubeObject, 'Warning', 'ClaimEventsUnreadable', `Stall diagnosis without the claims' events: ${error}`);
     return { events: [], error };
   }
+}
+
+/**
+ * [forklift#27] preserveStaticIPs of the task's Plans, from its NetworkMap (created before any Plan);
+ * undefined when a converting task's NetworkMap cannot be read (the caller decides: false at create).
+ */
+async function staticIPsOf(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem'>, task: VMImportTask, networkMap: string): Promise<boolean | undefined> {
+  if (task.spec.guestConversion !== true) return false;
+  const nm = await getCached(ctx, fx.mem, GVRs.NetworkMap, task.metadata.namespace ?? '', networkMap);
+  return nm ? preserveStaticIPsFor(true, nm) : undefined;
 }
 
 /**
