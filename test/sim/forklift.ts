@@ -808,8 +808,10 @@ export class Forklift {
         await this.ctx.rest.del(res, o.metadata.namespace, o.metadata.name).catch(() => false);
       }
     }
-    // …and every Secret so labelled, the VDDK Secret among them (deleteOrphanedResources, no VM-owned check).
-    for (const o of this.ctx.inf.secret.list()) {
+    // …and every Secret so labelled, the VDDK Secret among them (deleteOrphanedResources, no VM-owned check),
+    // listed from the API server: a Secret written a moment ago may not be in this process's cache yet.
+    const tns: string = plan.spec?.targetNamespace ?? '';
+    for (const o of tns ? (await this.ctx.rest.list(R.Secret, tns)).items : []) {
       if (o.metadata.labels?.['plan-name'] !== plan.metadata.name || o.metadata.labels?.['plan-namespace'] !== plan.metadata.namespace) continue;
       await this.ctx.rest.del(R.Secret, o.metadata.namespace, o.metadata.name).catch(() => false);
     }
