@@ -1262,8 +1262,8 @@ export class Forklift {
   /**
    * A VM whose itinerary threw: Canceled when its signal was aborted (a cancel, the Migration deleted),
    * else Failed with the error recorded on the step and on the VM under `errorPhase` (plan/vm.go AddError,
-   * ReflectPipeline). `beforeCleanup` runs first (the warm run's last snapshot removal). Canceled VMs are
-   * cleaned up; failed VMs too when deleteVmOnFailMigration (default true from 2.12).
+   * ReflectPipeline). `beforeCleanup` runs first (the warm run's last snapshot removal). A canceled VM's VDDK
+   * Secret goes; its DataVolumes, and a failed VM's, only with deleteVmOnFailMigration.
    */
   private async endVM(
     run: Run,
@@ -1291,7 +1291,10 @@ export class Forklift {
     // Migration.Cancel → cleanup (migration.go at both tags): a canceled VM's VDDK Secret goes. A failed VM's
     // stays until the Plan is archived, runs again or (v2.12.5) is deleted.
     if (canceled) await this.deleteVddkSecrets(plan, vm.id).catch(() => undefined);
-    if (canceled || plan.spec.deleteVmOnFailMigration !== false) {
+    // cleanup deletes the VM's DataVolumes (and their claims) only with deleteVmOnFailMigration, canceled or
+    // not (migration.go cleanup at both tags). Upstream does it for a failed VM only at the next cleanup
+    // (archive, re-run); the sim does it at once.
+    if (plan.spec.deleteVmOnFailMigration !== false) {
       for (const dv of o.dvs) {
         await this.ctx.rest.del(R.DataVolume, o.tns, dv.metadata.name).catch(() => false);
         await this.ctx.rest.del(R.PVC, o.tns, dv.metadata.name).catch(() => false);
