@@ -9,11 +9,14 @@ import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import type { VMImportSource, VMImportTask } from '../../src/api/types.ts';
 import { sourceProviderName } from '../../src/forklift/provider.ts';
+import { SecretKeyring } from '../../src/credentials/keyring.ts';
+import { startTestWebhook, type TestWebhook } from '../../src/webhook/testkit.ts';
 import { freshNamespace, waitFor } from './env/index.ts';
-import { bootWorld, type BootedWorld } from './fixtures.ts';
+import { bootWorld, waitForWebhookEffective, type BootedWorld } from './fixtures.ts';
 import { createSource, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-side-effects.example.com/sdk';
+const KEY_SECRET = 'mc-e2e-side-effects-key';
 const world = vcenter({
   url: URL_VC,
   hosts: [
@@ -55,16 +58,22 @@ for (const version of FORKLIFT_VERSIONS) {
   describe(`Forklift ${version}: what the controller leaves in the tenant's namespace`, () => {
     let booted: BootedWorld;
     let c: KubeClient;
+    let wh: TestWebhook;
     before(async () => {
-      booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'side-fast', reclaimPolicy: 'Delete' }], sim: { forkliftVersion: version, mbPerSecond: 4096 } });
+      // The controller and the admission webhook share one key ring (the webhook seals the passwords).
+      const keyNs = await freshNamespace('mc-side');
+      booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'side-fast', reclaimPolicy: 'Delete' }], sim: { forkliftVersion: version, mbPerSecond: 4096 }, controller: { extra: { podNamespace: keyNs, credentialsKeySecret: KEY_SECRET } } });
       ({ c } = booted);
+      wh = await startTestWebhook({ client: c, keyring: new SecretKeyring({ client: c, namespace: keyNs, name: KEY_SECRET, ttlMs: 200 }) });
     });
     after(async () => {
+      await wh?.stop();
       await booted?.shutdown();
     });
 
-    const source = async (prefix: string): Promise<string> => {
-      const ns = await freshNamespace(prefix);
+    const source = async (prefix: string, admitted = false): Promise<string> => {
+      const ns = await freshNamespace(prefix, admitted ? { [wh.selector.key]: wh.selector.value } : {});
+      if (admitted) await waitForWebhookEffective(ns, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportSource', metadata: { name: 'probe' }, spec: { type: 'vsphere', url: 'http://nope.example/sdk', credentials: { username: 'u', password: 'p', insecureSkipVerify: true } } });
       await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
       await waitForReason(c, ns, 'vc', 'Connected');
       return ns;
@@ -101,7 +110,7 @@ for (const version of FORKLIFT_VERSIONS) {
     });
 
     test('a new URL for the source while a task imports over it is refused at admission, naming the task, and the import goes on with the Provider untouched', async () => {
-      const ns = await source('side-hold');
+      const ns = await source('side-hold', true);
       await task(c, ns, 'held', ['vm-3']);
       await waitFor('the copy under way', async () => {
         const x = (await c.get(GVRs.VMImportTask, ns, 'held')) as unknown as VMImportTask | undefined;
