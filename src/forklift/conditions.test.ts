@@ -84,3 +84,13 @@ test('a host override that is not Ready is HostUnreachable; untested hosts have 
   assert.match(bad.message, /i\/o timeout/);
   assert.equal(hostVerdict(obj([])).reason, undefined);
 });
+
+test('an ESXi host vCenter reports not green is named as such, with the fix, not as an unreachable address', () => {
+  const host = (...cs: Array<{ type: string; category: string; message: string }>) => ({ metadata: { name: 'h' }, status: { conditions: cs.map((c) => ({ ...c, status: 'True', reason: 'StateEvaluated' })) } });
+  const sick = hostVerdict(host({ type: 'NotHealthy', category: 'Critical', message: "Host status not 'green'." }, { type: 'ConnectionTestSucceeded', category: 'Required', message: 'ok' }));
+  assert.equal(sick.ready, false);
+  assert.match(sick.message ?? '', /vCenter reports the ESXi host not healthy/);
+  assert.match(sick.message ?? '', /go to the address vCenter advertises/);
+  const maint = hostVerdict(host({ type: 'InMaintenance', category: 'Critical', message: 'Host is in maintenance mode.' }));
+  assert.match(maint.message ?? '', /maintenance mode \(take it out in vSphere\)/);
+});

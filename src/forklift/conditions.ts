@@ -135,6 +135,20 @@ export interface HostVerdict {
 export function hostVerdict(host: KubeObject | undefined): HostVerdict {
   if (!host) return { ready: false, message: 'Waiting for the Forklift Host to be created.' };
   const block = blockers(host);
+  // The host's own state in vCenter (kubev2v/forklift@v2.11.5 and @v2.12.5:pkg/controller/host/validation.go:
+  // NotHealthy when its overall status is not green, InMaintenance; both Critical): the address is not the
+  // fault, and Forklift never uses the override until vCenter says otherwise. Meanwhile new disk transfers of
+  // the host's VMs go to vCenter's advertised address (plan/adapter/vsphere/builder.go loadHosts skips a
+  // Host that is not Ready).
+  const state = block.filter((c) => c.type === 'NotHealthy' || c.type === 'InMaintenance');
+  if (state.length) {
+    const what = state.some((c) => c.type === 'NotHealthy') ? "vCenter reports the ESXi host not healthy (its overall status is not green: fix or acknowledge the host's alarms in vSphere)" : 'the ESXi host is in maintenance mode (take it out in vSphere)';
+    return {
+      ready: false,
+      reason: SourceReason.HostUnreachable,
+      message: `${what}; Forklift does not use this host override until then, and transfers it starts meanwhile go to the address vCenter advertises for the host, or remove the entry from spec.hosts. Forklift: ${block.map(forkliftWords).join('; ')}`,
+    };
+  }
   if (block.length) return { ready: false, reason: SourceReason.HostUnreachable, message: `Forklift: ${block.map(forkliftWords).join('; ')}` };
   if (isForkliftReady(host)) return { ready: true, message: 'Host connection tested.' };
   const maint = findCondition(host, 'InMaintenance');

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { engineSucceededWithoutOutput, translateFailure, translatePlanBlockers } from './failures.ts';
+import { claimsPendingAfterCopy, engineSucceededWithoutOutput, pendingAfterCopyMessage, translateFailure, translatePlanBlockers } from './failures.ts';
 
 test('the NBD error becomes HostUnreachable telling the user to add spec.hosts, keeping Forklift\'s words', () => {
   const t = translateFailure("Unable to connect to vddk data source: nbd_connect_uri: the server has no export named ''", { hostDescription: 'host-10 at 10.96.0.15', sourceName: 'vc' });
@@ -53,4 +53,11 @@ test('warm: a snapshot refused for permissions names the warm-only vCenter privi
   assert.equal(translateFailure('Permission to perform this operation was denied.').reason, 'TransferFailed');
   assert.equal(translatePlanBlockers([{ type: 'VMMissingChangedBlockTracking', status: 'True', category: 'Critical', message: 'Changed Block Tracking (CBT) has not been enabled on some VM. This feature is a prerequisite for VM warm migration.', items: ["id:vm-1 name:'erp'"] }]).reason, 'ChangeTrackingDisabled');
   assert.equal(translatePlanBlockers([{ type: 'VMHasSnapshots', status: 'True', category: 'Critical', message: 'VM has pre-existing snapshots which are incompatible with warm migration.' }]).reason, 'SnapshotsPresent');
+});
+
+test('transfer claims still Pending after Forklift reported the copy done are named: nothing was copied', () => {
+  const claims = [{ metadata: { name: 'p-vm-1-b' }, status: { phase: 'Pending' } }, { metadata: { name: 'p-vm-1-a' }, status: { phase: 'Bound' } }, { metadata: { name: 'p-vm-1-c' }, status: { phase: 'Pending' } }];
+  assert.deepEqual(claimsPendingAfterCopy(claims), ['p-vm-1-b', 'p-vm-1-c']);
+  assert.deepEqual(claimsPendingAfterCopy([{ metadata: { name: 'x' }, status: { phase: 'Bound' } }]), []);
+  assert.match(pendingAfterCopyMessage(['p-vm-1-b']), /transfer claim p-vm-1-b is still Pending: nothing was copied.*WaitForFirstConsumer/);
 });

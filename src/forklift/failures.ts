@@ -3,6 +3,7 @@
 import { TaskReason } from '../api/conditions.ts';
 import { describeCondition, type ForkliftCondition } from './plan.ts';
 import { WARM_PRIVILEGES_TEXT } from '../api/warm.ts';
+import { blockerFailure } from './blocker.ts';
 
 export interface Translation {
   reason: TaskReason;
@@ -119,6 +120,9 @@ function join(advice: string, words: string): string {
 
 /** A VM's failure text (error reasons, failed step messages) → reason + actionable message. */
 export function translateFailure(text: string, ctx: FailureContext = {}, fallback: TaskReason = TaskReason.TransferFailed): Translation {
+  // First: a v2.12 blocker failure quotes the blockers' own words, which the rules below would misread.
+  const blocked = blockerFailure(text, ctx.sourceName);
+  if (blocked) return { reason: blocked.reason, message: blocked.message };
   for (const r of FAILURE_RULES) {
     if (r.match.test(text)) return { reason: r.reason, message: join(r.advice(ctx), text) };
   }
@@ -146,3 +150,20 @@ export function engineSucceededWithoutOutput(o: { engineSucceeded: boolean; fork
 
 export const SUCCESS_WITHOUT_OUTPUT_MESSAGE =
   'Forklift reported the migration Succeeded but produced no VirtualMachine or transfer volumes (a Plan with a failed attempt in its history does this); create a new task, which builds a new Plan';
+
+/**
+ * Transfer claims still Pending although Forklift reports the copy done: on a WaitForFirstConsumer class CDI
+ * (with HonorWaitForFirstConsumer) leaves the DataVolume PendingPopulation, which Forklift counts as copied
+ * for vSphere (kubev2v/forklift@v2.11.5 and @v2.12.5:pkg/controller/plan/migration.go updateCopyProgress):
+ * nothing was copied, and the claims never bind. Their names (sorted); empty when every claim is bound. Pure.
+ */
+export function claimsPendingAfterCopy(claims: ReadonlyArray<{ metadata?: { name?: string }; status?: unknown }>): string[] {
+  return claims
+    .filter((c) => (c.status as { phase?: string } | undefined)?.phase === 'Pending')
+    .map((c) => c.metadata?.name ?? '')
+    .sort();
+}
+
+export function pendingAfterCopyMessage(names: string[]): string {
+  return `Forklift reported the disks copied, but the transfer claim${names.length === 1 ? '' : 's'} ${names.join(', ')} ${names.length === 1 ? 'is' : 'are'} still Pending: nothing was copied (on a WaitForFirstConsumer storage class CDI leaves the volume PendingPopulation, which Forklift counts as done). Create a new task with a storage class that binds Immediate`;
+}

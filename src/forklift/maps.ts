@@ -107,6 +107,29 @@ export function podNetworkProblem(task: VMImportTask, vm: InventoryVMLike, netwo
 }
 
 /**
+ * Forklift rejects a Plan whose VM has two NICs on one Multus NetworkAttachmentDefinition
+ * (`VMDuplicateNADMappings`, Critical: kubev2v/forklift@v2.11.5 and @v2.12.5:pkg/controller/plan/validation.go,
+ * adapter/base/network.go ValidateNetworkDuplicates, keyed by the attachment's namespace/name) — only after
+ * the maps and Plan exist. Returns the problem for this VM up front, or undefined.
+ */
+export function multusDuplicateProblem(task: VMImportTask, vm: InventoryVMLike, networks: InventoryNetworkLike[]): string | undefined {
+  const byNad = new Map<string, string[]>();
+  for (const id of nicNetworkIds(vm)) {
+    const d = destinationFor(task, networkById(networks, id));
+    if (d.type !== 'multus') continue;
+    const key = `${d.namespace}/${d.name}`;
+    const n = networkById(networks, id);
+    byNad.set(key, [...(byNad.get(key) ?? []), n.name ? `${n.name} (${id})` : id]);
+  }
+  const dup = [...byNad].filter(([, nics]) => nics.length > 1);
+  if (!dup.length) return undefined;
+  return (
+    `VM has more than one NIC on one Multus attachment (${dup.map(([nad, nics]) => `${nad}: ${nics.join(', ')}`).join('; ')}); Forklift refuses that ` +
+    `(VMDuplicateNADMappings: OVN-Kubernetes keys a pod's networks by attachment). Give each NIC's network its own NetworkAttachmentDefinition in spec.networks`
+  );
+}
+
+/**
  * A VMInstance attaches Multus networks of its own namespace only (Cozystack's chart writes
  * `networkName: <release namespace>/<name>`), so a NIC mapped to an attachment elsewhere could be
  * transferred but never handed over. Returns the problem for this VM up front, or undefined.

@@ -49,7 +49,7 @@ export interface VMMigration {
   succeeded: boolean;
   failed: boolean;
   canceled: boolean;
-  /** Queued behind Forklift's in-flight limit. */
+  /** Queued behind Forklift's in-flight limit (QUEUED_MESSAGE). */
   pending: boolean;
   transfer?: { totalBytes: number; doneBytes: number; phase?: string; started?: string; completed?: string };
   /** A warm run's precopy record (plan.VMStatus.warm), when Forklift has written one. */
@@ -174,3 +174,10 @@ export function currentStep(m: VMMigration): string | undefined {
   return done.length ? done[done.length - 1]!.name : undefined;
 }
 
+
+/**
+ * What a VM queued by Forklift says. Forklift's limit counts untransferred disks per ESXi host, across the
+ * Plans of one source Provider — not VMs (MAX_VM_INFLIGHT, default 20: kubev2v/forklift@v2.11.5 and
+ * @v2.12.5:pkg/controller/plan/scheduler/vsphere/scheduler.go buildInFlight, cost, schedulable).
+ */
+export const QUEUED_MESSAGE = "waiting for a transfer slot on its ESXi host: Forklift copies at most 20 disks per ESXi host at once (its MAX_VM_INFLIGHT), counted across every task of this source";

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { VMImportTask } from '../api/types.ts';
-import { readPlanVerdict, renderPlan } from './plan.ts';
+import { planDrift, planDriftMessage, preserveStaticIPsFor, readPlanVerdict, renderPlan } from './plan.ts';
 import { renderMigration } from './migration.ts';
 
 const task: VMImportTask = {
@@ -33,8 +33,8 @@ test('a task asking for guest conversion gets a Plan that converts (virt-v2v), k
   const conv = renderPlan({ ...args, task: { ...task, spec: { ...task.spec, guestConversion: true } } }).spec as Record<string, unknown>;
   const raw = renderPlan({ ...args, task: { ...task, spec: { ...task.spec, guestConversion: false } } }).spec as Record<string, unknown>;
   const absent = renderPlan({ ...args, task }).spec as Record<string, unknown>;
-  assert.deepEqual([conv.skipGuestConversion, conv.preserveStaticIPs, conv.useCompatibilityMode], [false, true, false]);
-  assert.deepEqual([raw.skipGuestConversion, raw.preserveStaticIPs, raw.useCompatibilityMode], [true, true, true]);
+  assert.deepEqual([conv.skipGuestConversion, conv.preserveStaticIPs, conv.useCompatibilityMode], [false, false, false]);
+  assert.deepEqual([raw.skipGuestConversion, raw.preserveStaticIPs, raw.useCompatibilityMode], [true, false, true]);
   assert.deepEqual(absent, raw);
   // Everything else is the same plan: cold, off, failed disks kept, shared disks migrated (so Forklift's
   // cold vSphere plan takes the virt-v2v transfer path), no preflight inspection.
@@ -69,4 +69,31 @@ test('Critical and Error conditions block the Plan with message and items verbat
   assert.equal(ok.ready, true);
   assert.equal(ok.executing, true);
   assert.equal(ok.blockers.length, 0);
+});
+
+test('the Plan as stored is checked against the Plan as rendered: a false the mutator dropped and the CRD defaulted true is named', () => {
+  const rendered = { apiVersion: 'v', kind: 'Plan', metadata: {}, spec: { deleteVmOnFailMigration: false, preserveStaticIPs: false, vms: [{ id: 'vm-1' }], map: { network: { name: 'n' } } } };
+  const same = structuredClone(rendered) as typeof rendered & { spec: Record<string, unknown> };
+  same.spec.transferNetwork = { name: 'added', namespace: 'x' };
+  (same.spec.vms[0] as Record<string, unknown>).name = 'filled-in';
+  assert.deepEqual(planDrift(rendered, same), [], 'fields Forklift or the API server added do not count');
+  // plan-mutator.go patchPayload: a Go-marshalled spec without false values, then the CRD defaults.
+  const mutated = { ...rendered, spec: { deleteVmOnFailMigration: true, preserveStaticIPs: true, vms: [{ id: 'vm-1' }], map: { network: { name: 'n' } }, transferNetwork: { name: 'tn' } } };
+  const drift = planDrift(rendered, mutated);
+  assert.deepEqual(drift, ['spec.deleteVmOnFailMigration', 'spec.preserveStaticIPs']);
+  const m = planDriftMessage(drift, rendered, mutated);
+  assert.match(m, /spec\.deleteVmOnFailMigration: written false, stored true/);
+  assert.match(m, /defaultTransferNetwork/);
+  assert.deepEqual(planDrift(rendered, { ...rendered, spec: { ...rendered.spec, vms: [] } }), ['spec.vms.0', 'spec.vms.length']);
+  assert.deepEqual(planDrift(rendered, undefined), ['spec']);
+});
+
+test('static IPs are kept only with guest conversion and every network on Multus: on the pod network the guest would keep an address it cannot use', () => {
+  const nm = (...types: string[]) => ({ apiVersion: 'v', kind: 'NetworkMap', metadata: {}, spec: { map: types.map((type, i) => ({ source: { id: `network-${i}` }, destination: { type } })) } });
+  assert.equal(preserveStaticIPsFor(true, nm('multus', 'multus')), true);
+  assert.equal(preserveStaticIPsFor(true, nm('multus', 'pod')), false);
+  assert.equal(preserveStaticIPsFor(true, nm('pod')), false, 'the default: NICs on the pod network');
+  assert.equal(preserveStaticIPsFor(false, nm('multus')), false, 'a raw copy never writes into the guest');
+  assert.equal(preserveStaticIPsFor(true, undefined), false);
+  assert.equal(preserveStaticIPsFor(true, nm()), false);
 });

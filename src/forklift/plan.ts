@@ -13,6 +13,21 @@ export interface PlanInput {
   providers: ProviderRefs;
   networkMap: Ref;
   storageMap: Ref;
+  /** preserveStaticIPs (preserveStaticIPsFor); false when absent. */
+  staticIPs?: boolean;
+}
+
+/**
+ * Whether a Plan keeps the guests' static IPs: only with guest conversion (virt-v2v writes them into the
+ * guest: kubev2v/forklift@v2.11.5:pkg/controller/plan/adapter/vsphere/builder.go PodEnvironment) and only when
+ * every network of the task maps to Multus. A NIC on the pod network gets its address from the pod network,
+ * and the vSphere address written into the guest leaves it unreachable there (Forklift only warns,
+ * NetMapPreservingIPsOnPodNetwork). The task's NetworkMap covers all its VMs, so one VM on the pod network
+ * turns it off for the task. Without conversion nothing reads the field. Pure.
+ */
+export function preserveStaticIPsFor(convert: boolean, networkMap: KubeObject | undefined): boolean {
+  const entries = ((networkMap as { spec?: { map?: Array<{ destination?: { type?: string } }> } } | undefined)?.spec?.map ?? []);
+  return convert && entries.length > 0 && entries.every((e) => e.destination?.type === 'multus');
 }
 
 export function renderPlan(input: PlanInput): KubeObject {
@@ -57,8 +72,9 @@ export function renderPlan(input: PlanInput): KubeObject {
       // Default-true booleans, written explicitly (see above). preserveStaticIPs acts only through virt-v2v,
       // and only for guests whose VMware Tools report their IPs (the inventory's guest networks): others
       // get Forklift's VMMissingGuestIPs warning (kubev2v/forklift@v2.11.5:
-      // pkg/controller/plan/adapter/vsphere/builder.go PodEnvironment, validator.go StaticIPs).
-      preserveStaticIPs: true,
+      // pkg/controller/plan/adapter/vsphere/builder.go PodEnvironment, validator.go StaticIPs). Set only when
+      // every NIC maps to Multus (preserveStaticIPsFor).
+      preserveStaticIPs: input.staticIPs === true,
       migrateSharedDisks: true,
       // Unconverted guests have no virtio drivers: SATA disks / e1000e NICs. A converted guest has them,
       // and Forklift ignores this field then (virtio always; plan.go UseCompatibilityMode): false says so.
@@ -121,4 +137,41 @@ export function readPlanVerdict(plan: KubeObject | undefined): PlanVerdict {
     canceled: has('Canceled'),
     message: blockers.length ? blockers.map(describeCondition).join('; ') : undefined,
   };
+}
+
+/**
+ * Where the Plan as stored differs from the Plan as rendered: every leaf of the rendered spec (dotted path,
+ * array items by index) whose stored value is missing or different. Fields the API server or Forklift added
+ * (defaults of fields we do not write) do not count. Pure. Two ways this is not empty on a real cluster:
+ * Forklift's Plan mutator replaced /spec with a Go-marshalled copy that omits every false value, and the CRD
+ * defaults turned them true — it does so whenever the destination Provider carries
+ * forklift.konveyor.io/defaultTransferNetwork (kubev2v/forklift@v2.11.5 and @v2.12.5:
+ * pkg/forklift-api/webhooks/mutating-webhook/mutators/plan-mutator.go setTransferNetworkIfNotSet,
+ * patchPayload); or a Forklift whose CRD lacks a field pruned it (the ForkliftTooOld case, here per Plan).
+ */
+export function planDrift(rendered: KubeObject, stored: KubeObject | undefined): string[] {
+  const out: string[] = [];
+  const walk = (want: unknown, got: unknown, path: string): void => {
+    if (want !== null && typeof want === 'object') {
+      if (got === null || typeof got !== 'object' || Array.isArray(want) !== Array.isArray(got)) {
+        out.push(path);
+        return;
+      }
+      const w = want as Record<string, unknown>;
+      const g = got as Record<string, unknown>;
+      for (const k of Object.keys(w)) walk(w[k], g[k], `${path}.${k}`);
+      if (Array.isArray(want) && (got as unknown[]).length !== want.length) out.push(`${path}.length`);
+      return;
+    }
+    if (want !== got) out.push(path);
+  };
+  walk((rendered as { spec?: unknown }).spec, (stored as { spec?: unknown } | undefined)?.spec, 'spec');
+  return out;
+}
+
+/** The failure message for a Plan stored otherwise than rendered (planDrift's paths, values shown). */
+export function planDriftMessage(paths: string[], rendered: KubeObject, stored: KubeObject | undefined): string {
+  const get = (o: unknown, path: string): unknown => path.split('.').slice(1).reduce<unknown>((x, k) => (x && typeof x === 'object' ? (x as Record<string, unknown>)[k] : undefined), (o as { spec?: unknown } | undefined)?.spec);
+  const shown = paths.slice(0, 8).map((p) => `${p}: written ${JSON.stringify(get(rendered, p)) ?? 'absent'}, stored ${JSON.stringify(get(stored, p)) ?? 'absent'}`);
+  return `Forklift stored the migration Plan otherwise than it was written (${shown.join('; ')}${paths.length > 8 ? `; and ${paths.length - 8} more` : ''}), so no migration was started: a default turned true (deleteVmOnFailMigration deletes a failed VM's disks, preserveStaticIPs writes the source's IPs into the guest). Forklift's Plan mutator does this when the destination Provider carries the annotation forklift.konveyor.io/defaultTransferNetwork, and an older Forklift drops fields it does not know; ask the platform operator to remove the annotation or upgrade Forklift, then create a new task`;
 }

@@ -23,11 +23,14 @@ import { projectedSecretName } from './names.ts';
 export const FORKLIFT_API_VERSION = 'forklift.konveyor.io/v1beta1';
 
 /**
- * Annotation on the Providers/Hosts naming the resourceVersion of the Secret they were last pointed at.
- * Forklift stops retrying after an authentication failure until the Secret or spec changes; bumping
- * this annotation when the Secret changes makes the re-test certain (password rotation).
+ * Annotation on the projected credentials Secret asking Forklift for a re-test (its value: when). Forklift
+ * reconciles a Provider only on a spec change (pkg/controller/provider/predicate.go, both tags: an update
+ * counts when status.observedGeneration < generation; an annotation on the Provider is filtered out) or a
+ * change of the Secret it references (controller.go: the Secret watch; updateContainer re-tests when the
+ * Secret's resourceVersion moved). After ConnectionAuthFailed it does not requeue at all, and a sealed
+ * password projects to the same bytes every time: so the re-test is asked for through the Secret.
  */
-export const ANNOTATION_SECRET_VERSION = 'forklift.cozystack.io/secret-version';
+export const ANNOTATION_RETEST = 'forklift.cozystack.io/retest-requested-at';
 
 /**
  * A DNS-1123 label built from parts; longer than 63 → truncated with an 8-hex hash of the full name, so
@@ -165,7 +168,7 @@ export function renderHostSecret(src: VMImportSource, h: SourceHost, secretsName
   };
 }
 
-export function renderSourceProvider(src: VMImportSource, vddkImage: string, secretVersion: string | undefined, secretsNamespace: string): KubeObject {
+export function renderSourceProvider(src: VMImportSource, vddkImage: string, secretsNamespace: string): KubeObject {
   const ns = src.metadata.namespace!;
   return {
     apiVersion: FORKLIFT_API_VERSION,
@@ -174,7 +177,6 @@ export function renderSourceProvider(src: VMImportSource, vddkImage: string, sec
       name: sourceProviderName(src.metadata.name!),
       namespace: ns,
       labels: sourceLabels(src),
-      ...(secretVersion ? { annotations: { [ANNOTATION_SECRET_VERSION]: secretVersion } } : {}),
       ownerReferences: [sourceOwnerRef(src)],
     },
     spec: {
@@ -187,6 +189,15 @@ export function renderSourceProvider(src: VMImportSource, vddkImage: string, sec
     },
   };
 }
+
+/**
+ * Forklift's Plan mutator, when the destination Provider carries this annotation, sets the Plan's
+ * transferNetwork by replacing /spec with a Go-marshalled copy that omits every false value; the CRD then
+ * defaults deleteVmOnFailMigration, useCompatibilityMode and preserveStaticIPs back to true
+ * (kubev2v/forklift@v2.11.5 and @v2.12.5: pkg/forklift-api/webhooks/mutating-webhook/mutators/plan-mutator.go
+ * setTransferNetworkIfNotSet, patchPayload). Our destination Provider never carries it.
+ */
+export const DEFAULT_TRANSFER_NETWORK_ANNOTATION = 'forklift.konveyor.io/defaultTransferNetwork';
 
 export function renderDestinationProvider(src: VMImportSource): KubeObject {
   return {
@@ -205,7 +216,7 @@ export function renderDestinationProvider(src: VMImportSource): KubeObject {
   };
 }
 
-export function renderHost(src: VMImportSource, h: SourceHost, secretVersion: string | undefined, secretsNamespace: string): KubeObject {
+export function renderHost(src: VMImportSource, h: SourceHost, secretsNamespace: string): KubeObject {
   const ns = src.metadata.namespace!;
   return {
     apiVersion: FORKLIFT_API_VERSION,
@@ -214,7 +225,6 @@ export function renderHost(src: VMImportSource, h: SourceHost, secretVersion: st
       name: hostObjectName(src.metadata.name!, h.id),
       namespace: ns,
       labels: { ...sourceLabels(src), [LABEL_HOST_ID]: h.id },
-      ...(secretVersion ? { annotations: { [ANNOTATION_SECRET_VERSION]: secretVersion } } : {}),
       ownerReferences: [sourceOwnerRef(src)],
     },
     spec: {

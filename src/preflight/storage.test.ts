@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkStorageClass, defaultStorageClass, type StorageClassLike } from './storage.ts';
+import { checkStorageClass, defaultStorageClass, recheckStorageClass, type StorageClassLike } from './storage.ts';
 
 const sc = (name: string, mode?: string, def?: 'ga' | 'beta', reclaimPolicy?: string): StorageClassLike => ({
   metadata: { name, annotations: def === 'ga' ? { 'storageclass.kubernetes.io/is-default-class': 'true' } : def === 'beta' ? { 'storageclass.beta.kubernetes.io/is-default-class': 'true' } : {} },
@@ -54,4 +54,14 @@ test('no default class and none named is NoDefaultStorageClass', () => {
   assert.ok(!r.ok);
   assert.equal(r.reason, 'NoDefaultStorageClass');
   assert.match(r.message, /spec.storageClass is empty and the cluster has no default storage class.*storage classes that bind Immediate: a/);
+});
+
+test('the class is read again before each Plan: one replaced by a WaitForFirstConsumer class, or gone, fails the VM with what changed', () => {
+  const sc = (mode?: string) => ({ metadata: { name: 'fast' }, ...(mode ? { volumeBindingMode: mode } : {}) }) as StorageClassLike;
+  assert.equal(recheckStorageClass('fast', sc()), undefined);
+  assert.equal(recheckStorageClass('fast', sc('Immediate')), undefined);
+  const w = recheckStorageClass('fast', sc('WaitForFirstConsumer'))!;
+  assert.equal(w.reason, 'StorageClassWaitForFirstConsumer');
+  assert.match(w.message, /now has volumeBindingMode WaitForFirstConsumer.*PendingPopulation/);
+  assert.equal(recheckStorageClass('fast', undefined)!.reason, 'StorageClassNotFound');
 });

@@ -1,6 +1,10 @@
 // Storage-class preflight: the class a task names (or the cluster default) must exist and bind
-// Immediate. Forklift's transfer claims are populated by an importer pod before any consumer exists; a
-// WaitForFirstConsumer class leaves them Pending forever and the import stalls silently at 0%.
+// Immediate. On a WaitForFirstConsumer class, CDI with HonorWaitForFirstConsumer (Cozystack enables it)
+// leaves each transfer DataVolume in PendingPopulation, and Forklift counts PendingPopulation as copied for a
+// vSphere source (kubev2v/forklift@v2.11.5 and @v2.12.5:pkg/controller/plan/migration.go updateCopyProgress;
+// the upstream fix, forklift#4286, is not merged): the copy step reads Completed with nothing copied, the VM
+// is built on empty claims that never bind, and the handoff would wait for them for ever. So the class is
+// refused at preflight and checked again right before each Plan is created (recheckStorageClass).
 
 export interface StorageClassLike {
   metadata: { name?: string; annotations?: Record<string, string> };
@@ -78,4 +82,19 @@ export function checkStorageClass(requested: string | undefined, classes: Storag
     };
   }
   return { ok: true, className: name, reclaimPolicy: sc.reclaimPolicy === 'Retain' ? 'Retain' : 'Delete', isDefault };
+}
+
+/**
+ * The class frozen at preflight, read again right before a Plan is created (its binding mode is immutable,
+ * but it may have been deleted and created again under the same name). Undefined when it still binds
+ * Immediate. Pure.
+ */
+export function recheckStorageClass(name: string, sc: StorageClassLike | undefined): { reason: 'StorageClassNotFound' | 'StorageClassWaitForFirstConsumer'; message: string } | undefined {
+  if (!sc) return { reason: 'StorageClassNotFound', message: `storage class "${name}", chosen at preflight, no longer exists; create a new task with an existing class that binds Immediate` };
+  const mode = bindingMode(sc);
+  if (mode === 'Immediate') return undefined;
+  return {
+    reason: 'StorageClassWaitForFirstConsumer',
+    message: `storage class "${name}" now has volumeBindingMode ${mode} (it was replaced after preflight): on it Forklift would count the disks as copied with nothing copied (CDI leaves them PendingPopulation); create a new task with a class that binds Immediate`,
+  };
 }

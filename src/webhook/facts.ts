@@ -8,6 +8,9 @@ import type { StorageClassLike } from '../preflight/storage.ts';
 import { asArray, asObject, asString, type Fact, type JsonObject } from './fields.ts';
 import type { SourceFacts } from './validate-source.ts';
 import { apiServerAddresses, listNodeNetworks } from '../preflight/podcidr.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY_VALUE } from '../api/labels.ts';
+import type { VMImportTask } from '../api/types.ts';
+import { tasksHoldingSource } from '../controllers/source/inuse.ts';
 import { vmConcerns } from '../forklift/assess.ts';
 import type { EgressPolicy } from '../preflight/egress.ts';
 import type { CachedFact, InventoryHost, InventoryReader, InventoryVM, QuotaLike, TaskFacts } from './validate-task.ts';
@@ -200,6 +203,16 @@ export class FactsGatherer {
       (r) => ({ value: r?.cidrs }),
       (e: unknown) => ({ error: errText(e) }),
     );
+  }
+
+  /** The tasks still importing over source `name` (inuse.ts), read fresh, bounded like every read. */
+  async tasksImportingOver(namespace: string, name: string): Promise<string[]> {
+    const read = async (): Promise<string[]> => {
+      const tasks = (await this.o.client.list<KubeObject>(GVRs.VMImportTask, namespace)).items as unknown as VMImportTask[];
+      const plans = await this.o.client.list<KubeObject>(GVRs.Plan, namespace, { labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}` }).then((l) => l.items, (e: unknown) => (isNotFound(e) ? [] : Promise.reject(e)));
+      return tasksHoldingSource(name, tasks, plans);
+    };
+    return await withTimeout(read(), this.o.readTimeoutMs, 'listing the tasks of the source');
   }
 
   async sourceFacts(namespace: string, needCIDR: boolean, egress?: EgressPolicy): Promise<Gathered<SourceFacts>> {

@@ -21,7 +21,7 @@ import { PATHS } from './config.ts';
 import { FactsGatherer, withTimeout } from './facts.ts';
 import { asObject, asString } from './fields.ts';
 import { buildResponse, parseReview, verdict, type AdmissionRequest, type AdmissionReview, type Verdict } from './review.ts';
-import { sourceNeedsServiceCIDR, validateSource } from './validate-source.ts';
+import { sourceNeedsServiceCIDR, sourceURLChanged, urlEditRefusal, validateSource } from './validate-source.ts';
 import { DEFAULT_PLATFORM, deniedOn, validateTask, type InventoryReader, type TaskPlatform } from './validate-task.ts';
 
 /**
@@ -152,6 +152,14 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
       const v = validateSource(req.operation, req.object, req.oldObject, facts);
       if (path !== PATHS.earlySource) {
         if (!v.allowed) return v;
+        // [forklift#27] A URL edit while tasks import over the source is refused (validate-source.ts urlEditRefusal).
+        if (req.operation === 'UPDATE' && sourceURLChanged(req.object, req.oldObject)) {
+          // Unreadable tasks admit the edit with a warning: the controller holds the Provider's spec anyway.
+          const running = await gatherer.tasksImportingOver(namespace, asString(asObject(obj?.metadata)?.name) ?? '').catch(() => undefined);
+          const refusal = running && urlEditRefusal(running);
+          if (refusal) return verdict([refusal], v.warnings);
+          if (!running) v.warnings.push('could not list the tasks importing over this source: a URL edit while they run is applied only once they end');
+        }
         // A source may name only a Secret its author can read: the controller would otherwise carry a
         // Secret the tenant cannot see to an endpoint the tenant chose.
         const denied: string[] = [];

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateCA } from './certs.ts';
-import { secretRefsToCheck, validateSource, type SourceFacts } from './validate-source.ts';
+import { secretRefsToCheck, sourceURLChanged, urlEditRefusal, validateSource, type SourceFacts } from './validate-source.ts';
 
 const ca = generateCA({ commonName: 'vCenter CA', validityMs: 86_400_000 });
 const facts: SourceFacts = { serviceCIDRs: { value: ['10.96.0.0/12'] } };
@@ -127,4 +127,13 @@ test('only a secretRef that is new or renamed needs its author to be shown able 
   ]);
   assert.deepEqual(secretRefsToCheck(withRefs('a', 'c'), withRefs('a', 'b')), [{ field: 'spec.hosts[0].credentials', name: 'c' }]);
   assert.deepEqual(secretRefsToCheck(withRefs('a', 'b'), withRefs('a', 'b')), []);
+});
+
+test('a spec.url edit while tasks import over the source is refused, naming them; with none it passes', () => {
+  const before = { spec: { url: 'https://vc-a/sdk' } };
+  assert.equal(sourceURLChanged({ spec: { url: 'https://vc-b/sdk' } }, before), true);
+  assert.equal(sourceURLChanged({ spec: { url: 'https://vc-a/sdk' } }, before), false);
+  assert.equal(sourceURLChanged({ spec: { url: 'https://vc-b/sdk' } }, undefined), false, 'a create is not an edit');
+  assert.match(urlEditRefusal(['t1', 't2'])!, /spec\.url cannot change while tasks import over this source \(t1, t2\).*cancels every running import/);
+  assert.equal(urlEditRefusal([]), undefined);
 });

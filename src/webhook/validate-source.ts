@@ -202,3 +202,21 @@ export function secretRefsToCheck(object: unknown, oldObject: unknown): Array<{ 
   const before = refs(oldObject);
   return [...refs(object)].filter(([k, r]) => before.get(k)?.name !== r.name).map(([, r]) => r);
 }
+
+/** True when an UPDATE changes spec.url (compared as written: a new host, port, path or scheme). */
+export function sourceURLChanged(object: unknown, oldObject: unknown): boolean {
+  const url = (o: unknown): unknown => asObject(asObject(o)?.spec)?.url;
+  return oldObject !== undefined && oldObject !== null && url(object) !== url(oldObject);
+}
+
+/**
+ * The refusal of a spec.url edit while tasks import over the source, or undefined. The controller would
+ * hold the Provider's new URL until they end anyway (src/controllers/source/hold.ts), but an edited URL
+ * would then point every later task at another vCenter while the running ones finish on the old one: the
+ * author is told now. `tasks`: the tasks still importing over the source (inuse.ts), read fresh. Pure.
+ */
+export function urlEditRefusal(tasks: readonly string[]): string | undefined {
+  if (!tasks.length) return undefined;
+  const shown = tasks.slice(0, 10).join(', ') + (tasks.length > 10 ? ` and ${tasks.length - 10} more` : '');
+  return `spec.url cannot change while tasks import over this source (${shown}): Forklift 2.11 cancels every running import of a Provider whose spec changes. Wait for them to end or delete them, then edit the URL; or create a new VMImportSource for the other vCenter`;
+}

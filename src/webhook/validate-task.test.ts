@@ -201,7 +201,11 @@ test('spec.guestConversion: true is refused naming the chart value unless the pl
   assert.match(off.problems[0]!, /guestConversion\.enabled=true/);
   // the early pass (no facts) refuses it too, so the message comes before any schema or cluster check
   assert.deepEqual(validateTask('CREATE', task({ guestConversion: true }), undefined, undefined).problems, [GUEST_CONVERSION_DISABLED_MESSAGE]);
-  assert.deepEqual(validateTask('CREATE', task({ guestConversion: true }), undefined, facts(), { guestConversion: true }), { allowed: true, problems: [], warnings: [] });
+  const on = validateTask('CREATE', task({ guestConversion: true }), undefined, facts(), { guestConversion: true });
+  assert.deepEqual([on.allowed, on.problems], [true, []]);
+  // [forklift#27] the NICs go to the pod network: the static IPs are not kept, and the author is told.
+  assert.equal(on.warnings.length, 1);
+  assert.match(on.warnings[0]!, /static IPs are not kept/);
   // false (or absent) is a raw copy and needs nothing from the platform
   assert.equal(validateTask('CREATE', task({ guestConversion: false }), undefined, facts()).allowed, true);
   assert.deepEqual(validateTask('CREATE', task({ guestConversion: 'yes' }), undefined, facts(), { guestConversion: true }).problems, ['spec.guestConversion must be true or false (got "yes")']);

@@ -197,6 +197,11 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
   else if (spec.guestConversion === true && spec.mode === 'warm') {
     problems.push('spec.guestConversion is not supported together with spec.mode: warm yet; import warm as a raw copy (leave guestConversion out), or convert with a cold import');
   }
+  // Static IPs are kept only when every network maps to Multus (src/forklift/plan.ts preserveStaticIPsFor):
+  // a NIC on the pod network would keep a vSphere address it cannot use there. Networks not listed go to pod.
+  else if (spec.guestConversion === true && !(asArray(spec.networks) ?? []).some((n) => asObject(n)?.type === 'multus')) {
+    warnings.push('spec.guestConversion with NICs on the pod network: the guests\' static IPs are not kept (an address from vSphere is unusable on the pod network; the guest must take one by DHCP). Map every network to a Multus attachment in spec.networks to keep them');
+  }
 
   // sourceRef
   const sourceName = asString(asObject(spec.sourceRef)?.name);

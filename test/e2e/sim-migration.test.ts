@@ -245,7 +245,7 @@ describe('simulated Forklift 2.12', () => {
   let rest: Rest;
   let booted: BootedSim;
   before(async () => {
-    booted = await bootSim({ worlds: [world], storageClasses: [{ name: 'sim-fast', reclaimPolicy: 'Delete' }], sim: { mbPerSecond: 8192, forkliftVersion: '2.12' } });
+    booted = await bootSim({ worlds: [world], storageClasses: [{ name: 'sim-fast', reclaimPolicy: 'Delete' }], sim: { mbPerSecond: 8192, forkliftVersion: 'v2.12.5' } });
     ({ rest } = booted);
   });
   after(async () => {

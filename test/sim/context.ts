@@ -16,13 +16,22 @@ export interface SimTimings {
   tickMs: number;
   /** Pause between itinerary phases, so observers can see each one. */
   stepMs: number;
-  /** VMs of one Migration transferring at once (Forklift's controller_max_vm_inflight, 20); the rest are Pending. */
+  /**
+   * Forklift's MAX_VM_INFLIGHT (controller_max_vm_inflight, 20): the disks in flight per ESXi host, across
+   * the Plans of one source Provider (scheduler/vsphere/scheduler.go); VMs beyond it are Pending.
+   */
   maxVmInflight: number;
   /**
    * Warm: the time between precopies, Forklift's PRECOPY_INTERVAL (minutes, default 60:
    * kubev2v/forklift@v2.11.5:pkg/settings/migration.go), fast-forwarded.
    */
   precopyIntervalMs: number;
+  /**
+   * v2.12.5: how long a Critical/Error condition stays on an executing Plan before Forklift fails the run
+   * (BLOCKER_GRACE_PERIOD_MINUTES, default 5: kubev2v/forklift@v2.12.5:pkg/settings/migration.go,
+   * pkg/controller/plan/controller.go failExecutingMigrationOnBlocker), fast-forwarded.
+   */
+  blockerGraceMs: number;
 }
 
 export const DEFAULT_TIMINGS: SimTimings = {
@@ -34,6 +43,7 @@ export const DEFAULT_TIMINGS: SimTimings = {
   stepMs: 30,
   maxVmInflight: 20,
   precopyIntervalMs: 1000,
+  blockerGraceMs: 3000,
 };
 
 export interface Informers {
@@ -54,10 +64,16 @@ export interface Informers {
 }
 
 /**
- * Which Forklift the sim plays: '2.11' (kubev2v/forklift v2.11.5, what the platform pins) or '2.12' (v2.12.5).
- * The differences played are listed in test/sim/README.md.
+ * Which Forklift the sim plays: kubev2v/forklift v2.11.5 (what the platform pins) or v2.12.5. Every side
+ * effect played, and how it differs between the two, is listed in test/sim/SIDE-EFFECTS.md.
  */
-export type ForkliftVersion = '2.11' | '2.12';
+export const FORKLIFT_VERSIONS = ['v2.11.5', 'v2.12.5'] as const;
+export type ForkliftVersion = (typeof FORKLIFT_VERSIONS)[number];
+
+/** True when the sim plays Forklift 2.12 (v2.12.5). */
+export function is212(ctx: Pick<Ctx, 'forkliftVersion'>): boolean {
+  return ctx.forkliftVersion === 'v2.12.5';
+}
 
 export interface Ctx {
   rest: Rest;

@@ -3,9 +3,26 @@
 // with categories, re-staged on every reconcile.
 import ipaddr from 'ipaddr.js';
 import { bundleVerifies, parsePEMBundle } from './certs.ts';
-import { type Cond, type Ctx, blocking, cond, emitEvent, later, sameStatus, secretData, sleep, stamp } from './context.ts';
+import { type Cond, type Ctx, blocking, cond, emitEvent, is212, later, sameStatus, secretData, sleep, stamp } from './context.ts';
 import { HttpError, Informer, type Obj, Queue, R, conflict, keyOf, notFound } from './rest.ts';
 import { type ConversionFailure, type DiskFixture, type VMFixture, type World, NO_PERMISSION, contentIdentity, sameUrl } from './world.ts';
+
+/**
+ * scheduler.go schedulable (kubev2v/forklift@v2.11.5 and @v2.12.5:pkg/controller/plan/scheduler/vsphere/):
+ * a host already at MAX_VM_INFLIGHT schedules nothing; else a VM fits when its cost (untransferred disks)
+ * plus the host's in-flight disks stay within it, and a VM costing more than the limit runs on an idle host.
+ * Each pending VM is judged against the host's current load (not cumulatively). Upstream's own table
+ * (scheduler_test.go TestScheduler) runs against this in test/unit/sim-oracle.test.ts.
+ */
+export function schedulableOnHost(inflight: number, cost: number, max: number): boolean {
+  if (inflight >= max) return false;
+  return cost + inflight <= max || (cost > max && inflight === 0);
+}
+
+/** Forklift's Provider/Host predicates: an update counts when status.observedGeneration < generation. */
+function specChanged(o: Obj): boolean {
+  return (o.status?.observedGeneration ?? 0) < (o.metadata.generation ?? 0);
+}
 
 /** Forklift's and CDI's MB: MiB. */
 const MiB = 2 ** 20;
@@ -43,6 +60,17 @@ interface VMState {
   warm?: WarmState;
 }
 
+/** The sim's own record of a VM holding transfer slots on its ESXi host (not written to any status). */
+interface Slot {
+  provider: string;
+  host: string;
+  /**
+   * The VM's cost (scheduler.go cost): its disks, held until the VM ends (upstream frees each disk as it
+   * finishes, finishedDisks: a VM whose copy is done but is still being built holds slots here a little longer).
+   */
+  disks: number;
+}
+
 interface Precopy {
   start?: string;
   end?: string;
@@ -73,6 +101,15 @@ interface Run {
   cancelVM: Map<string, AbortController>;
   /** A Provider of the Plan went away mid-run: the run stops where it is, with no verdict (see freeze). */
   frozen?: boolean;
+  /**
+   * The run's snapshot of what it runs on (plan/snapshot.go at both tags): each of the Plan, its Providers and
+   * maps as uid and generation, matched on every pass (matchSnapshot, see snapshotMismatch).
+   */
+  snapshot: Record<string, { uid: string; generation: number }>;
+  /** Why the run was canceled when neither a user nor a deletion did it: 'Modified' (matchSnapshot). */
+  cancelReason?: 'Modified';
+  /** v2.12.5 failExecutingMigrationOnBlocker ended the run: its message (the VMs and the Plan carry it). */
+  blockerFailure?: string;
 }
 
 export class Forklift {
@@ -87,6 +124,10 @@ export class Forklift {
   /** Logs of the virt-v2v pods, by namespace/name. */
   private readonly podLogs = new Map<string, string>();
   private readonly writeChains = new Map<string, Promise<boolean>>();
+  /** VMs holding transfer slots, by run and VM id (scheduler.go buildInFlight). */
+  private readonly slots = new Map<string, Slot>();
+  /** When each Critical/Error condition of a Plan first appeared (by plan key, then condition type). */
+  private readonly blockerSince = new Map<string, Map<string, number>>();
   /** Plans whose refused status write is to be redone (one pending redo each). */
   private readonly planRedo = new Set<string>();
   private readonly dirty = new Set<string>();
@@ -122,14 +163,23 @@ export class Forklift {
       for (const i of [inf.host!, inf.nmap!, inf.smap!, inf.plan!]) for (const o of i.list(ns)) this.queueOf(i).add(`${i.res.kind}|${keyOf(o)}`);
     };
     inf.provider.on((t, o) => {
-      if (t !== 'DELETED') this.pq.add(keyOf(o));
+      // ProviderPredicate (kubev2v/forklift@v2.11.5 and @v2.12.5:pkg/controller/provider/predicate.go): a
+      // create reconciles, an update only when status.observedGeneration < generation — a label or an
+      // annotation changed on the Provider reconciles nothing (the Secret's watch below does).
+      if (t === 'ADDED' || (t === 'MODIFIED' && specChanged(o))) {
+        // A changed spec drops the inventory collector (controller.go Reconcile, !provider.HasReconciled():
+        // r.container.Delete): the inventory loads again (LoadInventory) before the Provider is Ready again.
+        if (t === 'MODIFIED') this.forget(this.loaded, this.loading, o.metadata.uid!);
+        this.pq.add(keyOf(o));
+      }
       // Forklift drops a deleted Provider's inventory collector (kubev2v/forklift:
       // pkg/controller/provider/controller.go, Reconcile on NotFound: r.container.Delete); so does the sim.
-      else this.forget(this.loaded, this.loading, o.metadata.uid!);
+      else if (t === 'DELETED') this.forget(this.loaded, this.loading, o.metadata.uid!);
       all();
     });
     inf.host.on((t, o) => {
-      if (t !== 'DELETED') this.hq.add(`Host|${keyOf(o)}`);
+      // HostPredicate (pkg/controller/host/predicate.go at both tags): the same generation filter.
+      if (t === 'ADDED' || (t === 'MODIFIED' && specChanged(o))) this.hq.add(`Host|${keyOf(o)}`);
     });
     inf.nmap.on((t, o) => {
       if (t !== 'DELETED') this.mq.add(`NetworkMap|${keyOf(o)}`);
@@ -147,9 +197,14 @@ export class Forklift {
       if (t === 'DELETED') this.migrationDeleted(o);
       else this.migq.add(keyOf(o));
     });
+    // The Secret watch (controller.go at both tags: libref.TypedHandler[*v1.Secret](&api.Provider{}), the
+    // same for Host): any change of a referenced Secret — data, labels or annotations — reconciles the
+    // Providers and Hosts naming it, and a Provider whose Secret's resourceVersion moved re-tests and
+    // reloads (updateContainer, secretChanged).
     ctx.inf.secret.on((_t, s) => {
-      for (const p of inf.provider!.list()) if (p.spec?.secret?.name === s.metadata.name) this.pq.add(keyOf(p));
-      for (const h of inf.host!.list()) if (h.spec?.secret?.name === s.metadata.name) this.hq.add(`Host|${keyOf(h)}`);
+      const names = (ref: Ref): boolean => ref?.name === s.metadata.name && ref?.namespace === s.metadata.namespace;
+      for (const p of inf.provider!.list()) if (names(p.spec?.secret)) this.pq.add(keyOf(p));
+      for (const h of inf.host!.list()) if (names(h.spec?.secret)) this.hq.add(`Host|${keyOf(h)}`);
     });
     for (const i of [inf.provider, inf.host, inf.nmap, inf.smap, inf.plan, inf.migration]) i.start();
     await Promise.all([inf.provider, inf.host, inf.nmap, inf.smap, inf.plan, inf.migration].map((i) => i.synced));
@@ -269,7 +324,7 @@ export class Forklift {
     const insecure = ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(data.insecureSkipVerify ?? '');
     // v2.11.5 reads the CA from `cacert` only (pkg/lib/util/util.go tlsConfig); v2.12.5 from `ca.crt`, then
     // `cacert` (forklift@v2.12.5:pkg/lib/util/util.go GetCACert), and names `ca.crt` when both are missing.
-    const v212 = this.ctx.forkliftVersion === '2.12';
+    const v212 = is212(this.ctx);
     const ca = v212 ? data['ca.crt'] || data.cacert : data.cacert;
     const missing = ['user', 'password'].filter((k) => !(k in data));
     if (!insecure && !ca) missing.push(v212 ? 'ca.crt' : 'cacert');
@@ -353,12 +408,16 @@ export class Forklift {
       if (missing.length) conds.push(cond('SecretNotValid', 'Critical', 'DataErr', 'The secret is not valid.', missing));
     }
     if (!blocking(conds) && hf && world) {
-      if (hf.inMaintenance) conds.push(cond('InMaintenance', 'Warn', 'InMaintenance', 'The host is in maintenance mode.'));
+      // validation.go at both tags: from the inventory's host, both Critical (the Host is never Ready then).
+      if (hf.inMaintenance) conds.push(cond('InMaintenance', 'Critical', 'StateEvaluated', 'Host is in maintenance mode.'));
+      if (hf.status !== 'green') conds.push(cond('NotHealthy', 'Critical', 'StateEvaluated', "Host status not 'green'."));
+      // The connection is tested either way; Ready needs no blocker (controller.go at both tags).
+      const stateBlocks = blocking(conds);
       if (!world.reachable(hf.id, ip)) conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Could not connect to the ESXi host: dial tcp ${ip}:443: connect: no route to host`));
       else if (data.user !== hf.user || data.password !== hf.password) conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', 'Could not connect to the ESXi host: incorrect user name or password.'));
       else {
         conds.push(cond('ConnectionTestSucceeded', 'Required', 'Tested', 'Connection test, succeeded.'));
-        conds.push(cond('Ready', 'Required', 'Completed', 'The host is ready.'));
+        if (!stateBlocks) conds.push(cond('Ready', 'Required', 'Completed', 'The host is ready.'));
       }
     }
     await this.writeStatus(R.Host, h, { conditions: conds });
@@ -391,7 +450,7 @@ export class Forklift {
         .filter((ref) => !known.some((x) => x.id === ref || x.name === ref));
       // A source the inventory does not know (pkg/controller/map/{network,storage}/validation.go): Critical at
       // v2.11.5 — the map never becomes Ready — and only Warn at v2.12.5. Items are ref.String().
-      const category = this.ctx.forkliftVersion === '2.12' ? 'Warn' : 'Critical';
+      const category = is212(this.ctx) ? 'Warn' : 'Critical';
       if (unknown.length) conds.push(cond(storage ? 'SourceStorageNotValid' : 'SourceNetworkNotValid', category, 'NotFound', `Source ${storage ? 'storage' : 'network'} not found.`, unknown.map((id) => refString({ id, name: '' }))));
     }
     if (!blocking(conds)) conds.push(cond('Ready', 'Required', 'Completed', 'The map is ready.'));
@@ -415,6 +474,8 @@ export class Forklift {
     const [ns, name] = key.split('/') as [string, string];
     const plan = this.ctx.inf.plan!.get(ns, name);
     if (!plan || plan.metadata.deletionTimestamp) return;
+    // controller.go Reconcile at both tags: an archived Plan with its Archived condition is not reconciled.
+    if (plan.spec?.archived === true && (plan.status?.conditions ?? []).some((c: Cond) => c.type === 'Archived')) return;
     const conds: Cond[] = [];
     const spec = plan.spec ?? {};
     const src = this.resolve(this.ctx.inf.provider, spec.provider?.source);
@@ -437,6 +498,7 @@ export class Forklift {
       const netUnmapped: string[] = [];
       const stoUnmapped: string[] = [];
       const multiPod: string[] = [];
+      const dupNad: string[] = [];
       const toolsIssue: string[] = [];
       // Warm Plans (Plan.IsWarm: spec.warm || spec.type == warm, pkg/apis/forklift/v1beta1/plan.go at v2.11.5).
       const warm = spec.warm === true || spec.type === 'warm';
@@ -470,12 +532,16 @@ export class Forklift {
         const nets = world.fixture.networks.filter((n) => vm.nics.some((c) => c.network === n.id));
         if (nm.obj && nets.some((n) => !nmEntries.some((e) => matches(e, n)))) netUnmapped.push(label);
         if (nm.obj && nets.filter((n) => nmEntries.some((e) => matches(e, n) && e.destination?.type === 'pod')).length > 1) multiPod.push(label);
+        // adapter/base/network.go ValidateNetworkDuplicates (both tags): per NIC, two on one namespace/name of Multus.
+        const nads = vm.nics.map((c) => nmEntries.find((e) => matches(e, world.fixture.networks.find((n) => n.id === c.network) ?? { id: c.network, name: '' }))?.destination as { type?: string; namespace?: string; name?: string } | undefined).filter((d) => d?.type === 'multus').map((d) => `${d!.namespace}/${d!.name}`);
+        if (nm.obj && new Set(nads).size < nads.length) dupNad.push(label);
         const dss = world.fixture.datastores.filter((d) => vm.disks.some((x) => x.datastore === d.id));
         if (sm.obj && dss.some((d) => !smEntries.some((e) => matches(e, d)))) stoUnmapped.push(label);
       }
       if (notFound.length) conds.push(cond('VMNotFound', 'Critical', 'NotFound', 'VM not found.', notFound));
       if (netUnmapped.length) conds.push(cond('VMNetworksNotMapped', 'Critical', 'NotValid', 'VM has unmapped networks.', netUnmapped));
       if (multiPod.length) conds.push(cond('VMMultiplePodNetworkMappings', 'Critical', 'NotValid', 'VM has more than one interface mapped to the pod network.', multiPod));
+      if (dupNad.length) conds.push(cond('VMDuplicateNADMappings', 'Critical', 'NotValid', 'Multiple VM NICs use the same Multus NAD name (OVN-Kubernetes uses NAD names as map keys).', dupNad));
       if (stoUnmapped.length) conds.push(cond('VMStorageNotMapped', 'Critical', 'NotValid', 'VM has unmapped storage.', stoUnmapped));
       if (toolsIssue.length) conds.push(cond('GuestToolsIssue', 'Critical', 'NotValid', GUEST_TOOLS_MESSAGE, toolsIssue));
       // The warm conditions of validation.go at v2.11.5 (missingCbtForWarm, vmHasSnapshotsForWarm), Critical.
@@ -501,10 +567,20 @@ export class Forklift {
       }
     }
     if (!refs.length) conds.push(cond('VMNotValid', 'Critical', 'NotSet', 'The plan lists no VMs.'));
-    if (!blocking(conds) && !conds.some((c) => c.type === 'ValidatingVDDK')) conds.push(cond('Ready', 'Required', 'Completed', 'The migration plan is ready.'));
+    // Archive (controller.go Reconcile → archive at both tags): once validation ran, spec.archived cleans up
+    // every VM of the last run (migration.go Archive → cleanup) and sets Archived; Ready is never set then.
+    if (spec.archived === true) {
+      await this.archive(plan);
+      conds.push(cond('Archived', 'Advisory', 'UserRequested', 'The migration plan has been archived.'));
+    }
+    if (!blocking(conds) && !conds.some((c) => c.type === 'ValidatingVDDK' || c.type === 'Archived')) conds.push(cond('Ready', 'Required', 'Completed', 'The migration plan is ready.'));
     this.planValidation.set(key, conds);
+    this.noteBlockers(key, conds);
     const running = this.runs.get(key);
     if (running && !running.result && !running.frozen && (src.reason || dst.reason)) this.freeze(running);
+    // execute (controller.go): with no blocker, an active run's snapshot is matched against what it runs on.
+    if (running && !running.result && !running.frozen && !blocking(conds) && this.snapshotMismatch(running, plan)) this.cancelModified(running);
+    if (running && !running.result && blocking(conds)) await this.failOnBlocker(running);
     await this.writePlan(key);
     if (this.isReadyConds(conds)) for (const m of this.ctx.inf.migration!.list(ns)) if (m.spec?.plan?.name === name) this.migq.add(keyOf(m));
   }
@@ -528,12 +604,25 @@ export class Forklift {
       loaded: this.loaded.size + this.loading.size,
       vddkChecked: this.vddkChecked.size + this.vddkChecking.size,
       planValidation: this.planValidation.size,
+      blockerSince: this.blockerSince.size,
+      slots: this.slots.size,
       runs: this.runs.size,
       podLogs: this.podLogs.size,
       writeChains: this.writeChains.size,
       planRedo: this.planRedo.size,
       dirty: this.dirty.size,
     };
+  }
+
+  /**
+   * scheduler.go schedulable at both tags: true when the VMs in flight on `host` of source Provider
+   * `provider` leave room for `disks` more (MAX_VM_INFLIGHT, here timings.maxVmInflight), or when the host
+   * is idle.
+   */
+  private schedulable(provider: string, host: string, disks: number): boolean {
+    let inflight = 0;
+    for (const s of this.slots.values()) if (s.provider === provider && s.host === host) inflight += s.disks;
+    return schedulableOnHost(inflight, disks, Math.max(1, this.ctx.timings.maxVmInflight));
   }
 
   private isReadyConds(cs: Cond[]): boolean {
@@ -553,9 +642,156 @@ export class Forklift {
     run.abort.abort();
   }
 
+  /** What a run's snapshot records of one object (SnapshotRef.With: uid and generation). */
+  private snapshotOf(plan: Obj): Run['snapshot'] {
+    const inf = this.ctx.inf;
+    const spec = plan.spec ?? {};
+    const ref = (i: Informer | undefined, r?: { name?: string; namespace?: string }): { uid: string; generation: number } => {
+      const o = r?.name && r.namespace ? i?.get(r.namespace, r.name) : undefined;
+      return { uid: o?.metadata.uid ?? '', generation: o?.metadata.generation ?? 0 };
+    };
+    return {
+      plan: { uid: plan.metadata.uid ?? '', generation: plan.metadata.generation ?? 0 },
+      source: ref(inf.provider, spec.provider?.source),
+      destination: ref(inf.provider, spec.provider?.destination),
+      network: ref(inf.nmap, spec.map?.network),
+      storage: ref(inf.smap, spec.map?.storage),
+    };
+  }
+
+  /**
+   * matchSnapshot (pkg/controller/plan/controller.go at both tags) with SnapshotRef.Match
+   * (pkg/apis/forklift/v1beta1/plan/snapshot.go): at v2.11.5 uid AND generation of the Plan, both Providers
+   * and both maps; from v2.12.0 uid only. So at v2.11.5 any spec change of one of them (a new vddkInitImage,
+   * an edited url, spec.archived on the Plan) cancels the running import.
+   */
+  private snapshotMismatch(run: Run, plan: Obj): boolean {
+    const now = this.snapshotOf(plan);
+    return Object.entries(run.snapshot).some(([k, was]) => {
+      const cur = now[k]!;
+      if (!cur.uid) return false; // gone: validation's NotFound blocks first (freeze)
+      return cur.uid !== was.uid || (!is212(this.ctx) && cur.generation !== was.generation);
+    });
+  }
+
+  /**
+   * The snapshot no longer matches: the active snapshot is Canceled (reason Modified, "The migration has been
+   * canceled."), every VM not Succeeded/Failed gets the same condition, and Migration.Cancel cleans them up
+   * (controller.go execute, migration.go Cancel → cleanup).
+   */
+  private cancelModified(run: Run): void {
+    run.cancelReason = 'Modified';
+    run.abort.abort();
+  }
+
+  /** Records when each blocker of a Plan appeared, and asks for a pass once the oldest one's grace is over. */
+  private noteBlockers(key: string, conds: Cond[]): void {
+    const prev = this.blockerSince.get(key) ?? new Map<string, number>();
+    const next = new Map<string, number>();
+    for (const c of conds) if (c.category === 'Critical' || c.category === 'Error') next.set(c.type, prev.get(c.type) ?? Date.now());
+    if (next.size) this.blockerSince.set(key, next);
+    else this.blockerSince.delete(key);
+    const run = this.runs.get(key);
+    if (!is212(this.ctx) || !run || run.result) return;
+    for (const [t, since] of next) if (!prev.has(t)) later(this.ctx, Math.max(0, since + this.ctx.timings.blockerGraceMs - Date.now()) + 1, () => this.planq.add(`Plan|${key}`));
+  }
+
+  /**
+   * v2.12.5 only: failExecutingMigrationOnBlocker (kubev2v/forklift@v2.12.5:pkg/controller/plan/controller.go,
+   * called from execute whenever the Plan has a blocker): once a Critical or Error condition is older than the
+   * grace period (BLOCKER_GRACE_PERIOD_MINUTES, 5), the executing snapshot and every VM not yet
+   * Succeeded/Failed/Canceled end Failed, "The migration has FAILED due to a validation blocker: <messages>",
+   * the message also added to the VM's errors; started steps are marked completed. Nothing is cleaned up: the
+   * DataVolumes, claims and the VDDK Secret stay. v2.11.5 has no such path: the run freezes (holdWhileBlocked).
+   */
+  private async failOnBlocker(run: Run): Promise<void> {
+    if (!is212(this.ctx) || run.result) return;
+    const since = this.blockerSince.get(run.planKey);
+    const grace = this.ctx.timings.blockerGraceMs;
+    const old = (this.planValidation.get(run.planKey) ?? []).filter((c) => (c.category === 'Critical' || c.category === 'Error') && Date.now() - (since?.get(c.type) ?? Date.now()) >= grace);
+    if (!old.length) return;
+    const message = `The migration has FAILED due to a validation blocker: ${old.map((c) => c.message || `${c.type} (category=${c.category}, reason=${c.reason ?? ''})`).join('; ')}`;
+    run.blockerFailure = message;
+    run.frozen = true;
+    run.abort.abort();
+    const now = new Date().toISOString();
+    for (const vm of run.vms) {
+      if (vm.conditions.some((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))) continue;
+      vm.conditions = stamp([{ type: 'Failed', status: 'True', category: 'Advisory', message, durable: true }], undefined);
+      vm.error = { phase: vm.phase, reasons: [...(vm.error?.reasons ?? []), message] };
+      vm.phase = 'Completed';
+      vm.completed = now;
+      for (const step of vm.pipeline) if (step.started) {
+        step.phase = 'Completed';
+        step.completed ??= now;
+      }
+    }
+    run.result = 'Failed';
+    run.completed = now;
+    await this.finish(run);
+  }
+
+  /**
+   * The VDDK importer's Secret (pkg/controller/plan/kubevirt.go DataVolumes → ensureSecret/secret, at both
+   * tags): one per VM in the target namespace, generateName `<plan>-<vmID>-`, labelled with the VM's labels
+   * plus resource=vm-config and isDV=true, no owner reference. Its data is the vCenter account, or the ESXi
+   * host's own when a Ready Host of the VM's host exists (adapter/vsphere/builder.go Secret: accessKeyId,
+   * secretKey, cacert). ensureSecret lists by those labels first and updates the one it finds.
+   */
+  private async ensureVddkSecret(plan: Obj, src: Obj, vm: VMFixture, labels: Record<string, string>, signal: AbortSignal): Promise<Obj> {
+    const ctx = this.ctx;
+    const tns: string = plan.spec.targetNamespace;
+    const want = { ...labels, resource: 'vm-config', isDV: 'true' };
+    const ps = secretData(ctx.inf.secret.get(src.spec?.secret?.namespace ?? '', src.spec?.secret?.name ?? ''));
+    const host = ctx.inf.host!.list(src.metadata.namespace).find((h) => h.spec?.id === vm.host && h.spec?.provider?.name === src.metadata.name && this.isReady(h));
+    const hs = host ? secretData(ctx.inf.secret.get(host.spec?.secret?.namespace ?? '', host.spec?.secret?.name ?? '')) : undefined;
+    const b64 = (v: string): string => Buffer.from(v, 'utf8').toString('base64');
+    const data: Record<string, string> = { accessKeyId: b64((hs ?? ps).user ?? ''), secretKey: b64((hs ?? ps).password ?? '') };
+    if (ps.cacert !== undefined) data.cacert = b64(ps.cacert);
+    return await redoOnApiError(ctx, signal, `VDDK Secret of ${vm.id}`, async () => {
+      const found = (await ctx.rest.list(R.Secret, tns)).items.find((o) => Object.entries(want).every(([k, v]) => o.metadata.labels?.[k] === v));
+      if (found) return await ctx.rest.patch(R.Secret, tns, found.metadata.name, { data });
+      return await ctx.rest.create(R.Secret, { metadata: { generateName: `${plan.metadata.name}-${vm.id}-`, namespace: tns, labels: want }, type: 'Opaque', data });
+    });
+  }
+
+  /**
+   * The Secret part of migration.go cleanup (DeleteSecret: every Secret of the target namespace labelled with
+   * the Plan's uid, the VM's id and resource=vm-config, whatever the Migration), as Cancel, Archive and a
+   * re-run's Started phase call it at both tags and v2.12.5 also after a VM's success.
+   */
+  private async deleteVddkSecrets(plan: Obj, vmId: string): Promise<void> {
+    const tns: string = plan.spec?.targetNamespace ?? '';
+    if (!tns) return;
+    for (const o of (await this.ctx.rest.list(R.Secret, tns)).items) {
+      const l = o.metadata.labels ?? {};
+      if (l.plan === plan.metadata.uid && l.vmID === vmId && l.resource === 'vm-config') await this.ctx.rest.del(R.Secret, tns, o.metadata.name).catch(() => false);
+    }
+  }
+
+  /**
+   * Migration.Archive (migration.go at both tags): cleanup of every VM of the Plan's status — its VDDK Secret
+   * always; its VirtualMachine and DataVolumes too when it did not succeed and deleteVmOnFailMigration is
+   * set — then the VM is marked complete. A failed archive is not retried (best effort), but Archived is
+   * set regardless.
+   */
+  private async archive(plan: Obj): Promise<void> {
+    const tns: string = plan.spec?.targetNamespace ?? '';
+    for (const vm of (plan.status?.migration?.vms ?? []) as VMState[]) {
+      await this.deleteVddkSecrets(plan, vm.id).catch(() => undefined);
+      const succeeded = (vm.conditions ?? []).some((c) => c.type === 'Succeeded');
+      if (!succeeded && plan.spec?.deleteVmOnFailMigration !== false && tns) {
+        for (const dv of (await this.ctx.rest.list(R.DataVolume, tns)).items) {
+          if (dv.metadata.labels?.plan === plan.metadata.uid && dv.metadata.labels?.vmID === vm.id) await this.ctx.rest.del(R.DataVolume, tns, dv.metadata.name).catch(() => false);
+        }
+      }
+    }
+  }
+
   private async planDeleted(plan: Obj): Promise<void> {
     const key = keyOf(plan);
     this.planValidation.delete(key);
+    this.blockerSince.delete(key);
     // The sim's own bookkeeping for the Plan goes with it (not a simulated behaviour: no API object changes).
     this.writeChains.delete(key);
     this.forget(this.vddkChecked, this.vddkChecking, `${plan.metadata.uid}/`, true);
@@ -564,13 +800,20 @@ export class Forklift {
     if (run?.frozen) this.runs.delete(key);
     // v2.12.5 only: cleanupOrphanedResources (forklift@v2.12.5:pkg/controller/plan/controller.go) deletes every
     // claim and DataVolume labelled plan-name/plan-namespace that no VirtualMachine owns. v2.11.5 deletes nothing.
-    if (this.ctx.forkliftVersion !== '2.12') return;
+    if (!is212(this.ctx)) return;
     for (const [i, res] of [[this.ctx.inf.dv, R.DataVolume], [this.ctx.inf.pvc, R.PVC]] as const) {
       for (const o of i.list()) {
         if (o.metadata.labels?.['plan-name'] !== plan.metadata.name || o.metadata.labels?.['plan-namespace'] !== plan.metadata.namespace) continue;
         if ((o.metadata.ownerReferences ?? []).some((r) => r.kind === 'VirtualMachine')) continue;
         await this.ctx.rest.del(res, o.metadata.namespace, o.metadata.name).catch(() => false);
       }
+    }
+    // …and every Secret so labelled, the VDDK Secret among them (deleteOrphanedResources, no VM-owned check),
+    // listed from the API server: a Secret written a moment ago may not be in this process's cache yet.
+    const tns: string = plan.spec?.targetNamespace ?? '';
+    for (const o of tns ? (await this.ctx.rest.list(R.Secret, tns)).items : []) {
+      if (o.metadata.labels?.['plan-name'] !== plan.metadata.name || o.metadata.labels?.['plan-namespace'] !== plan.metadata.namespace) continue;
+      await this.ctx.rest.del(R.Secret, o.metadata.namespace, o.metadata.name).catch(() => false);
     }
   }
 
@@ -647,7 +890,8 @@ export class Forklift {
   private terminal(run: Run, what: 'plan' | 'migration'): Cond {
     const subject = what === 'plan' ? 'The plan execution has' : 'The migration has';
     if (run.result === 'Succeeded') return { ...cond('Succeeded', 'Advisory', 'Completed', `${subject} SUCCEEDED.`), durable: true };
-    if (run.result === 'Failed') return { ...cond('Failed', 'Advisory', 'Completed', `${subject} FAILED.`), durable: true };
+    if (run.result === 'Failed') return { ...cond('Failed', 'Advisory', 'Completed', run.blockerFailure ?? `${subject} FAILED.`), durable: true };
+    if (run.cancelReason) return { ...cond('Canceled', 'Advisory', run.cancelReason, 'The migration has been canceled.'), durable: true };
     return { ...cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', `${subject} been CANCELED.`), durable: true };
   }
 
@@ -743,7 +987,7 @@ export class Forklift {
     }
     if (this.runs.has(planKey)) return; // another migration of this plan is running; wait for it
     const now = new Date().toISOString();
-    const run: Run = { planKey, migration: m, started: now, vms: [], abort: new AbortController(), cancelVM: new Map() };
+    const run: Run = { planKey, migration: m, started: now, vms: [], abort: new AbortController(), cancelVM: new Map(), snapshot: this.snapshotOf(plan) };
     const hist = (plan.status?.migration?.history ?? []) as unknown[];
     const prevTerminal = ((plan.status?.conditions ?? []) as Cond[]).some((c) => c.type === 'Succeeded' || c.type === 'Failed');
     this.runs.set(planKey, run);
@@ -824,23 +1068,44 @@ export class Forklift {
       });
     }
     this.markDirty(run);
-    // At most maxVmInflight VMs transfer at once (MAX_VM_INFLIGHT, default 20: pkg/settings/migration.go);
-    // the others wait as Pending.
-    const inflight = Math.max(1, this.ctx.timings.maxVmInflight);
-    let next = 0;
-    for (const st of run.vms.slice(inflight)) st.conditions = stamp([cond('Pending', 'Advisory', 'Pending', 'The VM migration is PENDING.')], undefined);
-    const worker = async (): Promise<void> => {
-      while (next < vms.length && !run.frozen) {
-        const i = next++;
-        run.vms[i]!.conditions = [];
-        if (isWarm(plan)) await this.migrateVMWarm(run, plan, src, world, vms[i]!, run.vms[i]!);
-        else await this.migrateVM(run, plan, src, world, vms[i]!, run.vms[i]!);
+    // The vSphere scheduler (pkg/controller/plan/scheduler/vsphere/scheduler.go at both tags): a VM starts once
+    // the untransferred disks of the VMs running on its ESXi host — across every Plan of the same source
+    // Provider — plus its own fit MAX_VM_INFLIGHT (default 20, pkg/settings/migration.go), or when its host
+    // is idle (a VM with more disks than the limit runs alone). Until then it is Pending.
+    const pending = cond('Pending', 'Advisory', 'Pending', 'The VM migration is PENDING.');
+    for (const st of run.vms) st.conditions = stamp([pending], undefined);
+    await Promise.all(vms.map(async (vm, i) => {
+      const st = run.vms[i]!;
+      const slot = `${run.migration.metadata.uid}/${vm.id}`;
+      try {
+        while (!this.schedulable(src.metadata.uid!, vm.host, vm.disks.length)) {
+          if (run.frozen || run.cancelReason || run.abort.signal.aborted) return;
+          await sleep(this.ctx, this.ctx.timings.tickMs, run.abort.signal);
+        }
+      } catch {
+        return;
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(inflight, vms.length) }, () => worker()));
+      if (run.frozen || run.cancelReason || run.abort.signal.aborted) return;
+      this.slots.set(slot, { provider: src.metadata.uid!, host: vm.host, disks: vm.disks.length });
+      st.conditions = [];
+      this.markDirty(run);
+      try {
+        if (isWarm(plan)) await this.migrateVMWarm(run, plan, src, world, vm, st);
+        else await this.migrateVM(run, plan, src, world, vm, st);
+      } finally {
+        this.slots.delete(slot);
+      }
+    }));
+    // VMs still waiting for a slot when the run ended were canceled with it (migration.go Cancel).
+    if (!this.ctx.stopping && !run.frozen && run.abort.signal.aborted) {
+      for (const v of run.vms) if (v.conditions.some((c) => c.type === 'Pending')) v.conditions = stamp([run.cancelReason ? { ...cond('Canceled', 'Advisory', run.cancelReason, 'The migration has been canceled.'), durable: true } : cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
+    }
     if (this.ctx.stopping || run.frozen) return;
+    // A VM a snapshot mismatch canceled before its worker reached it (controller.go: the snapshot's Canceled
+    // condition is copied to every VM not Succeeded/Failed).
+    if (run.cancelReason) for (const v of run.vms) if (!v.conditions.some((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))) v.conditions = stamp([{ ...cond('Canceled', 'Advisory', run.cancelReason, 'The migration has been canceled.'), durable: true }], undefined);
     const results = run.vms.map((v) => v.conditions.find((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))?.type);
-    run.result = run.canceledByDelete || results.every((r) => r === 'Canceled') ? 'Canceled' : results.includes('Failed') ? 'Failed' : 'Succeeded';
+    run.result = run.cancelReason || run.canceledByDelete || results.every((r) => r === 'Canceled') ? 'Canceled' : results.includes('Failed') ? 'Failed' : 'Succeeded';
     run.completed = new Date().toISOString();
     await this.finish(run);
   }
@@ -860,7 +1125,7 @@ export class Forklift {
         plan: plan.metadata.uid!,
         migration: run.migration.metadata.uid!,
         vmID: vm.id,
-        ...(this.ctx.forkliftVersion === '2.12' ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
+        ...(is212(this.ctx) ? { 'plan-name': plan.metadata.name, 'plan-namespace': plan.metadata.namespace! } : {}),
       },
     };
   }
@@ -891,6 +1156,8 @@ export class Forklift {
       st.started = now();
       init.phase = 'Running';
       init.started = now();
+      // PhaseStarted → cleanup (migration.go at both tags): what an earlier run of this VM left goes first.
+      await this.deleteVddkSecrets(plan, vm.id);
       await phase('StorePowerState');
       st.restorePowerState = vm.powerState === 'poweredOn' ? 'On' : 'Off';
       await phase('PowerOffSource');
@@ -986,14 +1253,17 @@ export class Forklift {
     st.phase = 'Completed';
     st.completed = now();
     st.conditions = stamp([cond('Succeeded', 'Advisory', 'Completed', 'The VM migration has SUCCEEDED.')], undefined);
+    // v2.12.5 cleans up after a VM's success (migration.go, the Succeeded branch: cleanup(vm, …, false)), the
+    // VDDK Secret with it; v2.11.5 does not (it stays until the Plan is archived or runs again).
+    if (is212(this.ctx)) await this.deleteVddkSecrets(plan, vm.id).catch(() => undefined);
     this.markDirty(run);
   }
 
   /**
    * A VM whose itinerary threw: Canceled when its signal was aborted (a cancel, the Migration deleted),
    * else Failed with the error recorded on the step and on the VM under `errorPhase` (plan/vm.go AddError,
-   * ReflectPipeline). `beforeCleanup` runs first (the warm run's last snapshot removal). Canceled VMs are
-   * cleaned up; failed VMs too when deleteVmOnFailMigration (default true from 2.12).
+   * ReflectPipeline). `beforeCleanup` runs first (the warm run's last snapshot removal). A canceled VM's VDDK
+   * Secret goes; its DataVolumes, and a failed VM's, only with deleteVmOnFailMigration.
    */
   private async endVM(
     run: Run,
@@ -1008,7 +1278,7 @@ export class Forklift {
     st.completed = new Date().toISOString();
     if (canceled) {
       st.phase = 'Canceled';
-      st.conditions = stamp([cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
+      st.conditions = stamp([run.cancelReason ? { ...cond('Canceled', 'Advisory', run.cancelReason, 'The migration has been canceled.'), durable: true } : cond('Canceled', 'Advisory', run.canceledByDelete ? 'Deleted' : 'UserRequested', 'The VM migration has been CANCELED.')], undefined);
     } else {
       const msg = (e as Error).message;
       if (!(e as { forklift?: boolean }).forklift && !o.quiet?.(msg)) console.error(`[sim] migrate ${vm.id}: ${msg}`);
@@ -1018,7 +1288,13 @@ export class Forklift {
       st.conditions = stamp([cond('Failed', 'Advisory', 'Completed', 'The VM migration has FAILED.')], undefined);
     }
     o.beforeCleanup?.();
-    if (canceled || plan.spec.deleteVmOnFailMigration !== false) {
+    // Migration.Cancel → cleanup (migration.go at both tags): a canceled VM's VDDK Secret goes. A failed VM's
+    // stays until the Plan is archived, runs again or (v2.12.5) is deleted.
+    if (canceled) await this.deleteVddkSecrets(plan, vm.id).catch(() => undefined);
+    // cleanup deletes the VM's DataVolumes (and their claims) only with deleteVmOnFailMigration, canceled or
+    // not (migration.go cleanup at both tags). Upstream does it for a failed VM only at the next cleanup
+    // (archive, re-run); the sim does it at once.
+    if (plan.spec.deleteVmOnFailMigration !== false) {
       for (const dv of o.dvs) {
         await this.ctx.rest.del(R.DataVolume, o.tns, dv.metadata.name).catch(() => false);
         await this.ctx.rest.del(R.PVC, o.tns, dv.metadata.name).catch(() => false);
@@ -1103,6 +1379,7 @@ export class Forklift {
       st.started = now();
       init.phase = 'Running';
       init.started = now();
+      await this.deleteVddkSecrets(plan, vm.id);
       // Precopying from a running source: its power state is left alone until the cutover.
       await snapshot('CreateInitialSnapshot', 'WaitForInitialSnapshot');
       changedSince = Date.now();
@@ -1302,6 +1579,7 @@ export class Forklift {
     const dvs: Obj[] = [];
     const smEntries = (ctx.inf.smap!.get(plan.spec.map.storage.namespace, plan.spec.map.storage.name)?.spec?.map ?? []) as Array<{ source?: { id?: string; name?: string }; destination?: { storageClass?: string; volumeMode?: string; accessMode?: string } }>;
     const vddk: string = src.spec?.settings?.vddkInitImage ?? '';
+    const secret = await this.ensureVddkSecret(plan, src, vm, labels, signal);
     for (const d of vm.disks) {
       const ds = world.fixture.datastores.find((x) => x.id === d.datastore)!;
       const dest = smEntries.find((e) => e.source?.id === ds.id || (!e.source?.id && e.source?.name === ds.name))?.destination ?? {};
@@ -1330,7 +1608,7 @@ export class Forklift {
                   url: src.spec.url,
                   uuid: vm.uuid,
                   thumbprint: world.fixture.thumbprint,
-                  secretRef: `${plan.metadata.name}-${vm.id}-vddk`,
+                  secretRef: secret.metadata.name,
                   initImageURL: vddk,
                 },
               },

@@ -18,7 +18,7 @@ export { vcenter, World, contentIdentity, inServiceCIDR, type WorldFixture, type
 export { CONTENT_ANNOTATION, SOURCE_ANNOTATION, NBD_ERROR, GUEST_CONVERSION_FAILED, VIRT_V2V_IMAGE } from './forklift.ts';
 export { INVENTORY_SECRET, NAME_LIMITS, appNameError } from './servers.ts';
 export { OWNER_LABEL, PROCESS_OWNER } from './scope.ts';
-export { DEFAULT_TIMINGS, type ForkliftVersion, type SimTimings } from './context.ts';
+export { DEFAULT_TIMINGS, FORKLIFT_VERSIONS, type ForkliftVersion, type SimTimings } from './context.ts';
 
 const CRD_DIR = join(dirname(fileURLToPath(import.meta.url)), '../crds');
 
@@ -33,7 +33,7 @@ export interface SimOptions {
   forkliftInstalled?: boolean;
   /** Default 'cozy-forklift'. */
   forkliftNamespace?: string;
-  /** Which Forklift to play: '2.11' (default, v2.11.5) or '2.12' (v2.12.5). */
+  /** Which Forklift to play: 'v2.11.5' (default) or 'v2.12.5' (test/sim/SIDE-EFFECTS.md). */
   forkliftVersion?: ForkliftVersion;
   /**
    * Name of the pipeline step that carries the disk transfer (default `DiskTransfer`); `DiskTransferV2v` or
@@ -142,7 +142,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
   const mk = (res: (typeof R)[keyof typeof R]): Informer => new Informer(rest, res, visible);
   const ctx: Ctx = {
     rest,
-    forkliftVersion: opts.forkliftVersion ?? '2.11',
+    forkliftVersion: opts.forkliftVersion ?? 'v2.11.5',
     worlds: opts.worlds.map((w) => new World(w)),
     timings: { ...DEFAULT_TIMINGS, ...(opts.timings ?? {}) },
     mbPerSecond: opts.mbPerSecond ?? 16384,

@@ -217,7 +217,7 @@ export function collection(world: World, kind: string): Item[] {
     return f.hosts.map((h) => ({
       ...base(h.id, h.address, `/${dc}/host/cluster1/${h.address}`, 'Cluster', 'domain-c1'),
       cluster: 'domain-c1',
-      status: 'green',
+      status: h.status,
       inMaintenance: h.inMaintenance,
       managementServerIp: vcenterIp,
       productName: 'VMware ESXi',

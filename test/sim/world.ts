@@ -16,6 +16,8 @@ export interface HostFixture {
   user: string;
   password: string;
   inMaintenance: boolean;
+  /** vCenter's overall status of the host (HostSystem.overallStatus); anything but green is NotHealthy. */
+  status: 'green' | 'yellow' | 'red' | 'gray';
 }
 
 export interface DiskFixture {
@@ -207,6 +209,7 @@ export function vcenter(s: VCenterSpec): WorldFixture {
     user: 'root',
     password: `esxi-${h.id}`,
     inMaintenance: false,
+    status: 'green' as const,
     ...h,
   }));
   const byIdOrName = <T extends { id: string; name: string }>(xs: T[], ref: string | undefined, what: string): T => {

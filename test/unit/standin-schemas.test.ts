@@ -80,9 +80,9 @@ const M: OutputMarkers = { taskUid: 'task-uid', taskName: 'import-web', vmId: 'v
 const volume = volumeFacts({ metadata: { name: 'pvc-1' }, spec: { capacity: { storage: '16Gi' }, storageClassName: 'replicated', volumeMode: 'Block', accessModes: ['ReadWriteOnce'] } })!;
 
 test('every Forklift object the controller renders fits the upstream v1beta1 schema, with no field Forklift lacks', () => {
-  assertFits(renderSourceProvider(source, 'registry.example.com/vddk:8', '42', 'cozy-migration-controller'));
+  assertFits(renderSourceProvider(source, 'registry.example.com/vddk:8', 'cozy-migration-controller'));
   assertFits(renderDestinationProvider(source));
-  assertFits(renderHost(source, source.spec.hosts![0]!, '42', 'cozy-migration-controller'));
+  assertFits(renderHost(source, source.spec.hosts![0]!, 'cozy-migration-controller'));
   assertFits(renderNetworkMap({ task, vms: [inventoryVM], networks: [{ id: 'network-1', name: 'VM Network' }, { id: 'network-2', name: 'LAN' }], providers }));
   assertFits(renderStorageMap({ task, vms: [inventoryVM], providers, storageClass: 'replicated' }));
   const plan = renderPlan({ task, vmId: 'vm-1', providers, networkMap: { name: 'nm', namespace: 'tenant-a' }, storageMap: { name: 'sm', namespace: 'tenant-a' } });

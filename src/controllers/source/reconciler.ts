@@ -18,6 +18,8 @@ import { PLAN_CRD_NAME, forkliftTooOldMessage, missingPlanFields } from '../../f
 import { CachedCA, InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
 import { inventoryEntry } from '../../forklift/assess.ts';
 import {
+  ANNOTATION_RETEST,
+  DEFAULT_TRANSFER_NETWORK_ANNOTATION,
   credentialsSecretName,
   destinationProviderName,
   hostObjectName,
@@ -41,6 +43,9 @@ import { getCondition, patchStatus, setCondition } from '../../runtime/status.ts
 import { heldBack, recordRejection, retryNote } from './credentials.ts';
 import { OwnershipConflict, ensureOwned, ownedBy } from './ownership.ts';
 import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
+import { holdProviderSpec, specFieldsChanged } from './hold.ts';
+import { retestDue } from './retest.ts';
+import { WebhookTimeoutBackoff, isWebhookTimeout, webhookTimeoutMessage } from './webhook-timeout.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
 import type { SourceReadiness } from '../../telemetry/metrics.ts';
@@ -51,6 +56,9 @@ import { checkAddress, checkName, isIPLiteral, notAllowedMessage, urlDestination
 import { apiServerAddresses, listNodeNetworks } from '../../preflight/podcidr.ts';
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
+
+/** Sources whose credentials Secret write timed out in Forklift's webhook (one process, all sources). */
+const webhookTimeouts = new WebhookTimeoutBackoff();
 
 /**
  * The inventory ConfigMap holds at most this many VMs: a ConfigMap is limited to 1 MiB, and 5000 entries
@@ -188,6 +196,16 @@ export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDe
 }
 
 /**
+ * The tasks still importing over source `name` (inuse.ts), read live as the deletion's hold reads them: a
+ * cache behind a just-created task would let a Provider update cancel its first run.
+ */
+async function tasksImportingOver(ctx: ReconcileContext, ns: string, name: string): Promise<string[]> {
+  const tasks = (await ctx.client.list<KubeObject>(GVRs.VMImportTask, ns)).items as unknown as VMImportTask[];
+  const plans = ctx.installed(GVRs.Plan) ? (await ctx.client.list(GVRs.Plan, ns, { labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}` })).items : [];
+  return tasksHoldingSource(name, tasks, plans);
+}
+
+/**
  * Creates `desired` or brings the existing object in line with it, only when the existing object is
  * this source's (its owner label, which every render carries): ownership.ts.
  */
@@ -253,6 +271,8 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
   });
   if (obs.gate && obs.credentialsRejected) {
     result = { requeueAfterMs: Math.max(MIN_HELD_REQUEUE_MS, Date.parse(obs.credentialsRejected.retryAfter) - obs.now.getTime()) };
+  } else if (obs.gate && obs.retryAfterMs !== undefined) {
+    result = { requeueAfterMs: Math.max(MIN_HELD_REQUEUE_MS, obs.retryAfterMs) };
   } else if (obs.gate && GATES_TO_RETRY.has(obs.gate.reason)) {
     result = { requeueAfterMs: REQUEUE_GATE_MS };
   } else if (obs.gate?.reason === SourceReason.ForkliftTooOld) {
@@ -333,24 +353,50 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   // 1. The credentials Secret, in the controller's own namespace: no tenant can create, read or replace
   // it there, and the controller needs no access to Secrets in tenant namespaces.
   const secretsNs = cfg.podNamespace;
+  // The last write of this spec's Secret timed out in Forklift's webhook: wait before the next (webhook-timeout.ts).
+  const timedOut = webhookTimeouts.held(src.metadata.uid!, src.metadata.generation ?? 0, obs.now);
+  if (timedOut) {
+    obs.retryAfterMs = timedOut.retryAfterMs;
+    return { reason: SourceReason.ConnectionFailed, message: timedOut.message };
+  }
   const existing = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, credentialsSecretName(src));
   let secret: KubeObject;
   try {
     secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(plain, secretsNs), existing);
+    // After ConnectionAuthFailed Forklift re-tests only on a change of this Secret (retest.ts).
+    const retest = retestDue(providers.get(ns, sourceProviderName(name)), secret, obs.now);
+    if (retest) secret = await ctx.client.patch<KubeObject>(GVRs.Secret, secretsNs, secret.metadata!.name!, { metadata: { annotations: { [ANNOTATION_RETEST]: retest } } });
+    webhookTimeouts.clear(src.metadata.uid!);
   } catch (e) {
+    if (isWebhookTimeout(e)) {
+      const host = URL.canParse(src.spec.url) ? new URL(src.spec.url).host : src.spec.url.slice(0, 253);
+      const t = webhookTimeouts.record(src.metadata.uid!, src.metadata.generation ?? 0, obs.now, (at) => webhookTimeoutMessage(host, at, redact(e.message, secretsOf(plain))));
+      obs.retryAfterMs = t.retryAfterMs;
+      return { reason: SourceReason.ConnectionFailed, message: t.message };
+    }
     if (isWebhookAuthRejection(e)) {
       const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
       return refused(`vCenter rejected the credentials.${sso} Forklift refused the credentials Secret: ${e.message}`);
     }
     throw e;
   }
-  const secretVersion = secret.metadata?.resourceVersion;
 
-  // 2. Providers.
-  const previous = providers.get(ns, sourceProviderName(name));
-  obs.provider = await ensure(ctx, GVRs.Provider, renderSourceProvider(src, cfg.vddkImage, secretVersion, secretsNs), previous);
-  await dropReplacedSecret(ctx, secretsNs, previous, obs.provider, src.metadata.uid!);
-  await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
+  // 2. Providers. The source Provider's spec waits while tasks import over it (hold.ts): at v2.11.5 a new
+  // generation cancels their runs.
+  const currentProvider = providers.get(ns, sourceProviderName(name));
+  const desiredProvider = renderSourceProvider(src, cfg.vddkImage, secretsNs);
+  const holders = specFieldsChanged((desiredProvider as { spec?: unknown }).spec, (currentProvider as { spec?: unknown } | undefined)?.spec).length && currentProvider ? await tasksImportingOver(ctx, ns, name) : [];
+  const providerWrite = holdProviderSpec(desiredProvider, currentProvider, () => holders);
+  if (providerWrite.pending) obs.providerUpdatePending = providerWrite.pending;
+  obs.provider = await ensure(ctx, GVRs.Provider, providerWrite.write, currentProvider);
+  await dropReplacedSecret(ctx, secretsNs, currentProvider, obs.provider, src.metadata.uid!);
+  const destination = await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
+  // Never on our destination Provider: with it, Forklift's Plan mutator rewrites every Plan's spec without
+  // its false values (provider.ts DEFAULT_TRANSFER_NETWORK_ANNOTATION); whoever added it, it goes.
+  if (destination.metadata?.annotations?.[DEFAULT_TRANSFER_NETWORK_ANNOTATION] !== undefined) {
+    ctx.log.info({ provider: destination.metadata?.name }, 'removing the defaultTransferNetwork annotation from the destination Provider');
+    await ctx.client.patch(GVRs.Provider, ns, destinationProviderName(name), { metadata: { annotations: { [DEFAULT_TRANSFER_NETWORK_ANNOTATION]: null } } });
+  }
   // Report what the cache says (status written by Forklift), falling back to what we just wrote.
   obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
 
@@ -359,12 +405,11 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   // (it looks the host up there), and admits it untested before. Written earlier, a wrong ESXi password
   // would only show later on the Host, tested again and again by Forklift.
   const providerReady = ((obs.provider?.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-  const hostSecretVersions: Record<string, string | undefined> = {};
   for (const h of providerReady ? (plain.spec.hosts ?? []) : []) {
     const desired = renderHostSecret(plain, h, secretsNs);
     const cur = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, desired.metadata!.name!);
     try {
-      hostSecretVersions[h.id] = (await ensure(ctx, GVRs.Secret, desired, cur)).metadata?.resourceVersion;
+      await ensure(ctx, GVRs.Secret, desired, cur);
     } catch (e) {
       // Forklift logs in to https://<address>/sdk with the host's credentials at the Secret's create or
       // update and refuses it (403) with the login or connection error.
@@ -391,7 +436,7 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
       continue;
     }
     const before = hostsCache.get(ns, hn);
-    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, hostSecretVersions[h.id], secretsNs), before);
+    const written = await ensure(ctx, GVRs.Host, renderHost(src, h, secretsNs), before);
     await dropReplacedSecret(ctx, secretsNs, before, written, src.metadata.uid!);
     const cached = hostsCache.get(ns, hn);
     obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;

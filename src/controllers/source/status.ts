@@ -3,7 +3,8 @@ import { CONDITION_READY, SourceReason } from '../../api/conditions.ts';
 import type { CredentialsRejection, SourceHostStatus, VMImportSource, VMImportSourceStatus } from '../../api/types.ts';
 import { hostVerdict, providerVerdict, type Verdict } from '../../forklift/conditions.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
-import { setCondition } from '../../runtime/status.ts';
+import { getCondition, setCondition } from '../../runtime/status.ts';
+import { CONDITION_PROVIDER_UPDATE_PENDING, REASON_APPLIED, REASON_TASKS_RUNNING, pendingMessage } from './hold.ts';
 
 export interface SourceObservation {
   source: VMImportSource;
@@ -25,6 +26,10 @@ export interface SourceObservation {
   inventoryFault?: unknown;
   /** Forklift refused this spec's credentials at the Secret write (the gate says so). */
   credentialsRejected?: CredentialsRejection;
+  /** A gate that must not be retried sooner (webhook-timeout.ts). */
+  retryAfterMs?: number;
+  /** A source Provider spec update held back while tasks import over the source (hold.ts). */
+  providerUpdatePending?: { fields: string[]; tasks: string[] };
 }
 
 export function deriveVerdict(o: SourceObservation): Verdict & { hosts: SourceHostStatus[] } {
@@ -71,7 +76,13 @@ export function deriveSourceStatus(o: SourceObservation): VMImportSourceStatus {
   const v = deriveVerdict(o);
   const gen = o.source.metadata.generation;
   const prev = o.source.status;
-  const conditions = setCondition(prev?.conditions, { type: CONDITION_READY, status: v.ready ? 'True' : 'False', reason: v.reason, message: v.message }, o.now, gen);
+  let conditions = setCondition(prev?.conditions, { type: CONDITION_READY, status: v.ready ? 'True' : 'False', reason: v.reason, message: v.message }, o.now, gen);
+  // The Provider update held back for running tasks is said while it waits, and once it is written.
+  if (o.providerUpdatePending) {
+    conditions = setCondition(conditions, { type: CONDITION_PROVIDER_UPDATE_PENDING, status: 'True', reason: REASON_TASKS_RUNNING, message: pendingMessage(o.providerUpdatePending) }, o.now, gen);
+  } else if (!o.gate && o.provider && getCondition(prev?.conditions, CONDITION_PROVIDER_UPDATE_PENDING)?.status === 'True') {
+    conditions = setCondition(conditions, { type: CONDITION_PROVIDER_UPDATE_PENDING, status: 'False', reason: REASON_APPLIED, message: 'The held Forklift Provider update is written: no task imports over this source.' }, o.now, gen);
+  }
   const status: VMImportSourceStatus = { observedGeneration: gen, conditions };
   if (o.provider && !o.gate) {
     const st = (o.provider.status ?? {}) as { phase?: string; fingerprint?: string };

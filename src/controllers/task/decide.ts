@@ -23,8 +23,8 @@
 //   Forklift Succeeded ................................................. handoff (its own checkpoint machine)
 import { SourceReason, TaskReason } from '../../api/conditions.ts';
 import type { VMStatus } from '../../api/types.ts';
-import { SUCCESS_WITHOUT_OUTPUT_MESSAGE } from '../../forklift/failures.ts';
-import { currentStep, sourcePoweredOff, transferDone, type VMMigration } from '../../forklift/migration.ts';
+import { SUCCESS_WITHOUT_OUTPUT_MESSAGE, pendingAfterCopyMessage } from '../../forklift/failures.ts';
+import { QUEUED_MESSAGE, currentStep, sourcePoweredOff, transferDone, type VMMigration } from '../../forklift/migration.ts';
 import { describeCondition, type ForkliftCondition, type PlanVerdict } from '../../forklift/plan.ts';
 import { isStalled } from '../../forklift/progress.ts';
 import { cutoverPatch, precopySummary, warmSourcePoweredOff, warmStage, type ImportMode } from '../../forklift/warm.ts';
@@ -83,7 +83,7 @@ export interface VMObservation {
   /** Before any bytes are reported: how long since the run started without progress. */
   idleBeforeBytesMs?: number;
   /** Once Forklift says Succeeded: what it produced and whether the handoff had begun on it. */
-  outputs?: { handoffStarted: boolean; succeededWithoutOutput: boolean };
+  outputs?: { handoffStarted: boolean; succeededWithoutOutput: boolean; /** [forklift#27] transfer claims still Pending */ pendingClaims?: string[] };
 }
 
 export type VMAction =
@@ -288,7 +288,7 @@ export function nextVMAction(o: VMObservation): VMAction {
     // Before the DiskTransfer step reports sizes: a stall here is measured from the start.
     const idleMs = Math.min(o.idleBeforeBytesMs ?? 0, o.dataVolumeIdleMs ?? Infinity);
     if (isStalled({ idleMs, stallAfterMs: o.stallAfterMs, converting: false })) return { type: 'stalled', status: v, idleMs, percent: 0 };
-    return { type: 'report', status: { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? 'queued behind Forklift\'s in-flight limit' : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` } };
+    return { type: 'report', status: { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? QUEUED_MESSAGE /* [forklift#27 wiring F] */ : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` } };
   }
 
   if (run.canceled) return { type: 'fail', status: failVM(v, TaskReason.Canceled, `Forklift canceled the migration${run.errors.length ? `: ${run.errors.join('; ')}` : ''}; create a new task`) };
@@ -305,6 +305,10 @@ export function nextVMAction(o: VMObservation): VMAction {
   // Forklift says Succeeded: outputs must exist (the retry trap), unless the handoff already consumed them.
   if (o.outputs && !o.outputs.handoffStarted && o.outputs.succeededWithoutOutput) {
     return { type: 'fail', status: failVM(v, TaskReason.EngineReportedSuccessWithoutOutput, SUCCESS_WITHOUT_OUTPUT_MESSAGE) };
+  }
+  // [forklift#27 wiring I] claims Forklift calls copied but that never bound (src/forklift/failures.ts).
+  if (o.outputs && !o.outputs.handoffStarted && o.outputs.pendingClaims?.length) {
+    return { type: 'fail', status: failVM(v, TaskReason.StorageClassWaitForFirstConsumer, pendingAfterCopyMessage(o.outputs.pendingClaims)) };
   }
   return { type: 'handoff', status: v };
 }

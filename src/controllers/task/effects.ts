@@ -8,7 +8,9 @@ import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from 
 import { translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
 import type { ProviderRefs } from '../../forklift/maps.ts';
 import { renderMigration } from '../../forklift/migration.ts';
-import { renderPlan } from '../../forklift/plan.ts';
+import { planDrift, planDriftMessage, preserveStaticIPsFor, renderPlan } from '../../forklift/plan.ts';
+import { archivePatch, planDeletionStep } from '../../forklift/retire.ts';
+import { recheckStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
 import { importMode } from '../../forklift/warm.ts';
 import { stallMessage, type ClaimEventLike } from '../../forklift/progress.ts';
 import { ServiceCIDRResolver, collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
@@ -20,7 +22,7 @@ import { RECORDED_AT_ONCE, reconcileHandoff } from '../handoff/index.ts';
 import { WAIT_WRITE_AFTER_MS, notBefore, type VMAction } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
 import type { TaskMetrics } from './metrics.ts';
-import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, listOptional, taskKey, type VMObjects } from './observe.ts';
+import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, getCached, listOptional, taskKey, type VMObjects } from './observe.ts';
 import { advertisedAddress, failVM, hostDescription, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
 import { deriveTaskStatus } from './status.ts';
 
@@ -82,13 +84,26 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
     case 'fail':
       return { status: a.status };
     case 'create-plan': {
-      const plan = await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage }));
+      // [forklift#27 wiring G] The class is read again right before the Plan (src/preflight/storage.ts recheckStorageClass).
+      const cls = task.status?.storageClass;
+      const changed = cls ? recheckStorageClass(cls, (await ctx.client.get(GVRs.StorageClass, undefined, cls)) as unknown as StorageClassLike | undefined) : undefined;
+      if (changed) return { status: failVM(a.status, changed.reason, changed.message) };
+      // [forklift#27 wiring J] static IPs only when every NIC maps to Multus (src/forklift/plan.ts preserveStaticIPsFor).
+      const staticIPs = (await staticIPsOf(ctx, fx, task, i.maps.network.name)) ?? false;
+      const plan = await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage, staticIPs }));
       if (plan.metadata?.uid) fx.mem.planOwners.set(plan.metadata.uid, taskKey(task));
       return { status: a.status };
     }
-    case 'create-migration':
+    case 'create-migration': {
+      // [forklift#27 wiring D] Only a Plan stored as it was rendered runs (src/forklift/plan.ts planDrift).
+      // A NetworkMap not readable now: its preserveStaticIPs is taken as stored (the others are still compared).
+      const stored = (i.objects.plan as { spec?: { preserveStaticIPs?: unknown } } | undefined)?.spec?.preserveStaticIPs === true;
+      const rendered = renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage, staticIPs: (await staticIPsOf(ctx, fx, task, i.maps.network.name)) ?? stored });
+      const drift = planDrift(rendered, i.objects.plan);
+      if (drift.length) return { status: failVM(a.status, TaskReason.PlanNotValid, planDriftMessage(drift, rendered, i.objects.plan)) };
       await createIfAbsent(ctx, fx.mem, GVRs.Migration, renderMigration(task, a.status.id, i.objects.plan!));
       return { status: a.status };
+    }
     case 'fail-diagnosed': {
       const fc = await failureContext(ctx, fx, task, i.source, a.status.id);
       const t = a.blockers ? translatePlanBlockers(a.blockers, fc) : translateFailure(a.text ?? '', fc);
@@ -281,6 +296,16 @@ async function claimEvents(ctx: ReconcileContext, task: VMImportTask, plan: stri
 }
 
 /**
+ * [forklift#27] preserveStaticIPs of the task's Plans, from its NetworkMap (created before any Plan);
+ * undefined when a converting task's NetworkMap cannot be read (the caller decides: false at create).
+ */
+async function staticIPsOf(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem'>, task: VMImportTask, networkMap: string): Promise<boolean | undefined> {
+  if (task.spec.guestConversion !== true) return false;
+  const nm = await getCached(ctx, fx.mem, GVRs.NetworkMap, task.metadata.namespace ?? '', networkMap);
+  return nm ? preserveStaticIPsFor(true, nm) : undefined;
+}
+
+/**
  * Deletion: cancel and delete Migrations, delete Plans, maps, and every transfer DataVolume/claim and
  * scaffolding VirtualMachine of this task's Plans that was not handed off. Selection is by this task's
  * UID label and by the UIDs of this task's own Plans: nothing of another task is ever touched.
@@ -302,6 +327,14 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
       if (await ctx.client.delete(GVRs.Migration, ns, m.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;
     }
     for (const p of plans) {
+      // [forklift#27 wiring C] Archived first, so that Forklift removes the VDDK Secret it left in this
+      // namespace (v2.11.5 never does once the Plan is gone): src/forklift/retire.ts.
+      const step = planDeletionStep(p, ctx.now());
+      if (step !== 'delete') {
+        if (step === 'archive') await ctx.client.patch(GVRs.Plan, ns, p.metadata!.name!, archivePatch(ctx.now())).catch((e: unknown) => { if (!isNotFound(e)) throw e; });
+        remaining++;
+        continue;
+      }
       const uid = p.metadata?.uid ?? '';
       for (const gvr of [GVRs.VirtualMachine, GVRs.DataVolume, GVRs.PersistentVolumeClaim]) {
         for (const o of await listOptional(ctx, gvr, ns, { [PLAN_LABEL]: uid })) {

@@ -3,7 +3,7 @@
 // fail a VM. Reads only; the one thing it keeps is the progress samples (memory.ts) a rate needs.
 import { LABEL_TASK_UID, LABEL_VM_ID, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
 import type { VMImportTask, VMStatus } from '../../api/types.ts';
-import { engineSucceededWithoutOutput } from '../../forklift/failures.ts';
+import { claimsPendingAfterCopy, engineSucceededWithoutOutput } from '../../forklift/failures.ts';
 import { readVMMigration } from '../../forklift/migration.ts';
 import { conditionsOf, readPlanVerdict } from '../../forklift/plan.ts';
 import { advanceProgress, dataVolumeProgress, restoreSample, type DataVolumeLike } from '../../forklift/progress.ts';
@@ -146,7 +146,8 @@ export async function observeVM(ctx: ReconcileContext, mem: TaskMemory, task: VM
     const handoffStarted =
       startedByStatus ||
       (succeededWithoutOutput && (await ctx.client.list(GVRs.PersistentVolume, undefined, { labelSelector: labelSel({ [LABEL_TASK_UID]: task.metadata.uid ?? '', [LABEL_VM_ID]: v0.id }), limit: 1 })).items.length > 0);
-    observation.outputs = { handoffStarted, succeededWithoutOutput };
+    // [forklift#27 wiring H] claims still Pending after the copy (src/forklift/failures.ts claimsPendingAfterCopy).
+    observation.outputs = { handoffStarted, succeededWithoutOutput, pendingClaims: claimsPendingAfterCopy(claims) };
   }
   return { observation, objects };
 }

@@ -3,7 +3,7 @@
 import { TaskReason } from '../../api/conditions.ts';
 import { LABEL_TASK_UID, vmDiskClaimName, vmDiskName } from '../../api/labels.ts';
 import type { DiskStatus, VMImportSource, VMImportTask, VMStatus } from '../../api/types.ts';
-import { foreignNetworkProblem, hostIdOf, podNetworkProblem, type InventoryNetworkLike, type InventoryVMLike } from '../../forklift/maps.ts';
+import { foreignNetworkProblem, hostIdOf, multusDuplicateProblem, podNetworkProblem, type InventoryNetworkLike, type InventoryVMLike } from '../../forklift/maps.ts';
 import { GVRs } from '../../runtime/gvr.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext } from '../../runtime/reconciler.ts';
@@ -196,7 +196,8 @@ export async function runPreflight(p: PreflightInput): Promise<PreflightResult> 
       continue;
     }
     // networks
-    const net = podNetworkProblem(task, inv, networks) ?? foreignNetworkProblem(task, inv, networks);
+    // [forklift#27 wiring E] two NICs on one Multus attachment (maps.ts multusDuplicateProblem).
+    const net = podNetworkProblem(task, inv, networks) ?? multusDuplicateProblem(task, inv, networks) ?? foreignNetworkProblem(task, inv, networks);
     if (net) {
       out.push(failVM(cur, TaskReason.PlanNotValid, net));
       continue;

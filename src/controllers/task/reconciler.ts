@@ -23,6 +23,7 @@ import { TaskMetrics } from './metrics.ts';
 import { backfillFinished, isTerminalPhase } from './status.ts';
 import { deferStatusWrite, nextVMAction, taskGate, type VMPassResult } from './decide.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey } from './observe.ts';
+import { retireEndedPlans } from './retire.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
 import { keepTaskObject } from './retention.ts';
@@ -134,7 +135,9 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
         // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
         const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
         if (backfilled) mem.ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
-        return {};
+        // [forklift#27 wiring A] Forklift's VDDK Secret goes only with an archived Plan (src/forklift/retire.ts).
+        const retireMs = await retireEndedPlans(ctx, task);
+        return retireMs === undefined ? {} : { requeueAfterMs: retireMs };
       }
       mem.sourceOf(key, task.spec.sourceRef.name);
       if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {
@@ -249,6 +252,11 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // the objects it wrote carry (RECORDED_AT_ONCE): one status write per step made a 1-disk import ~20
     // status patches, each a round trip on the path from the engine's Succeeded to the task's Ready.
     const results: VMPassResult[] = [];
+    // [forklift#27 wiring B] The Plans of VMs that ended in an earlier pass are archived, then deleted.
+    if ((task.status?.vms ?? []).some((v) => isTerminalPhase(v.phase))) {
+      const retireMs = await retireEndedPlans(ctx, task, { preferCache: true });
+      if (retireMs !== undefined) requeueMs = Math.min(requeueMs, retireMs);
+    }
     for (const v of vms) {
       if (isTerminalPhase(v.phase) || !v.plan) {
         next.push(v);
