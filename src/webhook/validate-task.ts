@@ -134,6 +134,16 @@ function cutoverChangeProblems(oldSpec: JsonObject, spec: JsonObject, oldStatus:
   return [];
 }
 
+// Cozystack's own controller for these kinds takes a VM name of up to 46 characters that may start with a
+// digit (cozystack/cozystack@4dc7d04ca:api/migration/v1alpha1/vmimporttask_types.go, VMImportRequest.Name).
+// Such a name passes its admission and fails only when the platform refuses the VMInstance or VMDisk
+// created after the transfer; a tenant moving a manifest across is told why it is refused here.
+const UPSTREAM_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const UPSTREAM_NAME_MAX = 46;
+const upstreamAcceptsName = (name: string): boolean => name.length <= UPSTREAM_NAME_MAX && UPSTREAM_NAME.test(name);
+export const UPSTREAM_NAME_NOTE =
+  "Cozystack's own controller admits this name (up to 46 characters, may start with a digit) and its import then fails after the transfer, when the platform refuses the VMInstance or VMDisk; this controller refuses it before anything is copied";
+
 /** What the platform allows, from the controller's configuration (not from the cluster). */
 export interface TaskPlatform {
   /** Chart value guestConversion.enabled (ControllerConfig.guestConversion). */
@@ -280,6 +290,7 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
         if (ps.some((p) => p.startsWith('VMDisk'))) conservativeUsed = true;
       }
       for (const p of ps) problems.push(`${f}.name: ${p}`);
+      if (ps.length && !conservative && upstreamAcceptsName(name)) warnings.push(`${f}.name: ${UPSTREAM_NAME_NOTE}`);
       if (isDNS1035Label(name)) {
         if (seenNames.has(name)) problems.push(`${f}: VMInstance name ${show(name)} is also the name of spec.vms[${seenNames.get(name)}]; give each VM its own name`);
         else seenNames.set(name, i);
