@@ -112,7 +112,7 @@ test("each Package enables a package source's variant, and its component values 
       const f = join(mkdtempSync(join(tmpdir(), 'mc-pkg-')), 'values.yaml');
       writeFileSync(f, YAML.stringify(comp.values));
       // helm-controller: valuesFrom (the cozystack-values Secret) first, then spec.values over it.
-      const template = (file: string) => helm(['template', c.install!.releaseName!, join(ROOT, c.path), '-n', c.install!.namespace!, '-f', join(ROOT, 'test/fixtures/cozystack-values.yaml'), '-f', file]);
+      const template = (file: string): ReturnType<typeof helm> => helm(['template', c.install!.releaseName!, join(ROOT, c.path), '-n', c.install!.namespace!, '-f', join(ROOT, 'test/fixtures/cozystack-values.yaml'), '-f', file]);
       const image = (comp.values.image ?? {}) as { repository?: string; tag?: string };
       let r = template(f);
       if (image.repository?.includes('example.com')) {
