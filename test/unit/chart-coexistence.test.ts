@@ -81,7 +81,7 @@ test("a Deployment running Cozystack's own controller's image is refused while i
   assert.equal(install(deployments(2, 'registry.corp.lan/other:1')).code, 0);
 });
 
-test("tasks holding Cozystack's own controller's finalizer are refused until the install is told to take them over", () => {
+test("tasks holding Cozystack's own controller's finalizer are refused until the install is told to take them over; once taken over they hold ours too and upgrades pass", () => {
   const cluster = { ...bothCRDs(RELEASE, NS), ...tasks(['forklift.cozystack.io/cleanup-transfer-volumes']) };
   const r = install(cluster);
   assert.notEqual(r.code, 0);
@@ -89,4 +89,6 @@ test("tasks holding Cozystack's own controller's finalizer are refused until the
   assert.match(r.stderr, /install with coexistence\.takeOver=true/);
   assert.equal(install(cluster, { coexistence: { takeOver: true } }).code, 0);
   assert.equal(install({ ...bothCRDs(RELEASE, NS), ...tasks(['forklift.cozystack.io/finalizer']) }).code, 0, 'our own finalizer is ours');
+  // Taken over (both finalizers): a later upgrade without the value passes.
+  assert.equal(install({ ...bothCRDs(RELEASE, NS), ...tasks(['forklift.cozystack.io/cleanup-transfer-volumes', 'forklift.cozystack.io/finalizer']) }).code, 0, 'a task taken over is ours');
 });
