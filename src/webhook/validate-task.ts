@@ -139,6 +139,8 @@ function cutoverChangeProblems(oldSpec: JsonObject, spec: JsonObject, oldStatus:
 // Such a name passes its admission and fails only when the platform refuses the VMInstance or VMDisk
 // created after the transfer; a tenant moving a manifest across is told why it is refused here.
 const UPSTREAM_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A label value's limit (the task's name is one: LABEL_TASK). */
+const TASK_NAME_MAX = 63;
 const UPSTREAM_NAME_MAX = 46;
 const upstreamAcceptsName = (name: string): boolean => name.length <= UPSTREAM_NAME_MAX && UPSTREAM_NAME.test(name);
 export const UPSTREAM_NAME_NOTE =
@@ -196,6 +198,14 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
   }
 
   if (!spec) return verdict(['spec is required: sourceRef and vms'], []);
+  // The task's name is the value of a label on every Forklift object built for it (LABEL_TASK), and a
+  // label value has at most 63 characters: a longer name would pass here and fail at the first map.
+  // Cozystack's own controller refuses it too, in these words
+  // (cozystack/cozystack@4dc7d04ca:api/migration/v1alpha1/vmimporttask_types.go, the CEL rule on the kind).
+  const taskName = asString(asObject(obj.metadata)?.name);
+  if (taskName !== undefined && taskName.length > TASK_NAME_MAX) {
+    problems.push(`metadata.name must be at most ${TASK_NAME_MAX} characters: the task's name is carried as a label value on the Forklift objects it owns, and Kubernetes limits label values to ${TASK_NAME_MAX}`);
+  }
   problems.push(...modeProblems(spec));
   const namespace = asString(asObject(obj.metadata)?.namespace) ?? '';
 

@@ -437,9 +437,13 @@ test('a task at upstream limits is admitted here: the name at our limit, a name 
     spec: { sourceRef: { name: 'vcenter-prod' }, vms: [{ id: 'vm-1', name }], storageClass: 'replicated' },
   });
   const facts = taskFacts({ 'vm-1': { name: 'web', disks: 1 } });
-  // A task name of 63 characters, upstream's limit.
+  // A task name of 63 characters, upstream's limit, is admitted; one more is refused in upstream's words.
   assert.deepEqual(taskSchemaProblems(at('web')), []);
   assert.equal(validateTask('CREATE', at('web'), undefined, facts).allowed, true);
+  const long = { ...at('web'), metadata: { name: 't'.repeat(64), namespace: 'tenant-foo' } };
+  assert.deepEqual(validateTask('CREATE', long, undefined, facts).problems, [
+    "metadata.name must be at most 63 characters: the task's name is carried as a label value on the Forklift objects it owns, and Kubernetes limits label values to 63",
+  ]);
   // Our limit: vm-instance-<name> and vm-disk-<name>-disk-<i> within Helm's 53, so 38 with one disk.
   assert.equal(validateTask('CREATE', at('w'.repeat(38)), undefined, facts).allowed, true);
   for (const name of ['w'.repeat(39), 'w'.repeat(46), '1web']) {
