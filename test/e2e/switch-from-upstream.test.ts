@@ -11,9 +11,9 @@ import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
 import { FINALIZER, UPSTREAM_LABEL_TASK_NAME, UPSTREAM_LABEL_TASK_NAMESPACE, UPSTREAM_TASK_FINALIZER } from '../../src/api/labels.ts';
-import { freshNamespace, kubectl, waitFor } from './env/index.ts';
+import { freshNamespace, installOurCRDs, kubectl, testEnv, waitFor } from './env/index.ts';
 import { bootWorld, type BootedWorld } from './fixtures.ts';
-import { waitForReason } from './source-helpers.ts';
+import { adminClient, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-switch.example.com/sdk';
 const world = vcenter({
@@ -24,12 +24,35 @@ const world = vcenter({
 
 let booted: BootedWorld;
 let c: KubeClient;
+/** The namespace of the first test, whose source's Providers the second test's Plans name. */
+let takenOverNs = '';
 
 before(async () => {
+  // Cozystack's own controller served the cluster until now: its tenants' objects exist before this
+  // controller first starts.
+  await testEnv();
+  await installOurCRDs();
+  const admin = await adminClient();
+  try {
+    takenOverNs = await freshNamespace('switch');
+    // The README's manifests, as that controller's tenants wrote them (credentials of the simulated vCenter).
+    await admin.create(GVRs.VMImportSource, {
+      apiVersion: 'forklift.cozystack.io/v1alpha1',
+      kind: 'VMImportSource',
+      metadata: { name: 'vcenter-prod', namespace: takenOverNs },
+      spec: { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } },
+    } as KubeObject);
+    await admin.create(GVRs.VMImportTask, {
+      apiVersion: 'forklift.cozystack.io/v1alpha1',
+      kind: 'VMImportTask',
+      metadata: { name: 'import-web-tier', namespace: takenOverNs, finalizers: [UPSTREAM_TASK_FINALIZER] },
+      spec: { sourceRef: { name: 'vcenter-prod' }, vms: [{ id: 'vm-1234', name: 'web-01' }], storageClass: 'replicated' },
+    } as KubeObject);
+  } finally {
+    admin.close();
+  }
   booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'replicated', reclaimPolicy: 'Delete' }] });
   c = booted.c;
-  // Cozystack's own controller served the cluster until now: ours is not running yet.
-  await booted.ctl.stop();
 });
 
 after(async () => {
@@ -39,22 +62,7 @@ after(async () => {
 const getTask = async (ns: string, name: string) => (await c.get(GVRs.VMImportTask, ns, name)) as unknown as (VMImportTask & KubeObject) | undefined;
 
 test("a task written against Cozystack's own controller's schema, holding its finalizer, is taken over, imported, and released when deleted", async () => {
-  const ns = await freshNamespace('switch');
-  // The README's manifests, as that controller's tenants wrote them (credentials of the simulated vCenter).
-  await c.create(GVRs.VMImportSource, {
-    apiVersion: 'forklift.cozystack.io/v1alpha1',
-    kind: 'VMImportSource',
-    metadata: { name: 'vcenter-prod', namespace: ns },
-    spec: { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } },
-  } as KubeObject);
-  await c.create(GVRs.VMImportTask, {
-    apiVersion: 'forklift.cozystack.io/v1alpha1',
-    kind: 'VMImportTask',
-    metadata: { name: 'import-web-tier', namespace: ns, finalizers: [UPSTREAM_TASK_FINALIZER] },
-    spec: { sourceRef: { name: 'vcenter-prod' }, vms: [{ id: 'vm-1234', name: 'web-01' }], storageClass: 'replicated' },
-  } as KubeObject);
-
-  await booted.restartController();
+  const ns = takenOverNs;
   await waitForReason(c, ns, 'vcenter-prod', 'Connected', 60_000);
   const wait = await kubectl(['wait', '--for=condition=Ready', '-n', ns, 'vmimporttask/import-web-tier', '--timeout=120s'], { timeoutMs: 130_000 });
   const t = (await getTask(ns, 'import-web-tier'))!;
@@ -82,9 +90,16 @@ test("a task Cozystack's own controller served and a tenant deleted meanwhile is
   } as KubeObject))!;
   const owner = { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', name: 'old', uid: task.metadata!.uid! };
   const labels = { [UPSTREAM_LABEL_TASK_NAME]: 'old', [UPSTREAM_LABEL_TASK_NAMESPACE]: ns };
+  // Forklift admits a Plan only over Providers that exist: those built for the first test's source.
+  const providers = (await Promise.all([takenOverNs, 'cozy-forklift'].map(async (n) => (await c.list(GVRs.Provider, n)).items))).flat() as Array<KubeObject & { spec?: { type?: string } }>;
+  const ref = (type: string) => {
+    const p = providers.find((x) => x.spec?.type === type);
+    assert.ok(p, `a ${type} Provider exists`);
+    return { name: p.metadata!.name!, namespace: p.metadata!.namespace! };
+  };
   const planSpec = {
     targetNamespace: ns,
-    provider: { source: { name: 'gone', namespace: 'cozy-forklift' }, destination: { name: 'host', namespace: 'cozy-forklift' } },
+    provider: { source: ref('vsphere'), destination: ref('openshift') },
     map: { network: { name: 'gone', namespace: ns }, storage: { name: 'gone', namespace: ns } },
     vms: [{ id: 'vm-1234' }],
   };
