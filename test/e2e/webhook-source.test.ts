@@ -39,7 +39,7 @@ before(async () => {
   wh = await startTestWebhook({ client });
   ns = await freshNamespace('wh-src', { [wh.selector.key]: wh.selector.value });
   tenantKubeconfig = await tenantWithRole(ns);
-  await waitForWebhookEffective(ns, source('probe', {}, { insecureSkipVerify: true }));
+  await waitForWebhookEffective(ns, source('probe', { url: 'http://vcenter.lab.example/sdk' }));
 });
 
 after(async () => {
@@ -133,12 +133,12 @@ test('host overrides need unique ids, a bare address and their own TLS choice', 
   );
 });
 
-test('an update that makes the TLS choice ambiguous is refused; the stored source is unchanged', async () => {
+test('an update that leaves no TLS choice is refused; the stored source is unchanged', async () => {
   assert.equal((await applyAsTenant(source('upd'))).code, 0);
-  const r = await applyAsTenant(source('upd', {}, { insecureSkipVerify: true }));
-  assert.match(denial(r.stderr), /^spec\.credentials: set exactly one of caCert or insecureSkipVerify: true, not both/);
-  const stored = await client.get<{ spec: { credentials: { insecureSkipVerify?: boolean } } } & Record<string, unknown>>(GVRs.VMImportSource, ns, 'upd');
-  assert.equal(stored?.spec.credentials.insecureSkipVerify, undefined);
+  const r = await applyAsTenant(source('upd', {}, { caCert: undefined }));
+  assert.match(denial(r.stderr), /^spec\.credentials: set exactly one of caCert \(the PEM CA that signed the server's certificate\) or insecureSkipVerify: true/);
+  const stored = await client.get<{ spec: { credentials: { caCert?: string } } } & Record<string, unknown>>(GVRs.VMImportSource, ns, 'upd');
+  assert.equal(stored?.spec.credentials.caCert, vcenterCA.certPEM);
 });
 
 test("the controller's own metadata and status writes pass", async () => {
