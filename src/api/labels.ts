@@ -3,6 +3,16 @@ import { GROUP } from './types.ts';
 
 export const FINALIZER = `${GROUP}/finalizer`;
 
+// Cozystack's own controller for these kinds (cozystack/cozystack@4dc7d04ca:
+// api/migration/v1alpha1/vmimporttask_types.go, cmd/migration-controller/main.go). A task it served
+// carries its finalizer, which nothing removes once that controller is gone: this controller, taking
+// the task over, does that controller's cleanup (the transfer DataVolumes of its Plans, which carry
+// these labels and an owner reference to the task) and releases it. Its leader-election Lease is
+// named after the group; the chart refuses to install while that Lease is held.
+export const UPSTREAM_TASK_FINALIZER = `${GROUP}/cleanup-transfer-volumes`;
+export const UPSTREAM_LABEL_TASK_NAME = `${GROUP}/owned-by.VMImportTaskName`;
+export const UPSTREAM_LABEL_TASK_NAMESPACE = `${GROUP}/owned-by.VMImportTaskNamespace`;
+
 /** Marks everything we create. */
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY_VALUE = 'migration-controller';

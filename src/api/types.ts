@@ -326,6 +326,31 @@ export interface VMStatus {
     transferred?: string;
     completed?: string;
   };
+  /** What of the source VM's shape its VMInstance carries on this platform (docs/conversion.md). */
+  shape?: ShapeStatus;
+}
+
+/** One NIC of the source VM: its MAC there and on the VMInstance. */
+export interface NICStatus {
+  /** Position in source NIC order. */
+  index: number;
+  /** pod, or the Multus attachment's name. */
+  network: string;
+  sourceMAC?: string;
+  /** The VMInstance NIC's MAC when known; absent: assigned when the VM first starts. */
+  mac?: string;
+  /** Whether the VMInstance keeps the source MAC. */
+  kept: boolean;
+}
+
+export interface ShapeStatus {
+  /** The EFI instance profile set because the platform's vm-instance takes no firmware value. */
+  instanceProfile?: string;
+  /** How the source's firmware is carried: why that profile, or why the VM will not boot. */
+  firmware?: string;
+  nics?: NICStatus[];
+  /** Parts of the source's shape the VMInstance cannot carry, one phrase each. */
+  notCarried?: string[];
 }
 
 export interface VMImportTaskStatus {

@@ -31,6 +31,16 @@ export interface ScaffoldingShape {
   networks: string[];
   /** Attachments in another namespace: a VMInstance cannot attach them (its chart uses its own namespace). */
   foreignNetworks: string[];
+  /** Each NIC in source order: `pod` or the Multus attachment's name, and the source MAC Forklift set. */
+  nics?: Array<{ network: string; macAddress?: string }>;
+  /** domain.firmware.serial: the source's system serial (Forklift: getSystemSerial). */
+  serial?: string;
+  /** domain.clock.timezone: the ESXi host's timezone (Forklift: mapClock). */
+  timezone?: string;
+  /** A persistent TPM (Forklift sets one for a source with a vTPM). */
+  tpm?: boolean;
+  /** A tablet input device (Forklift adds one to every VM). */
+  tablet?: boolean;
 }
 
 type Obj = Record<string, unknown>;
@@ -83,7 +93,52 @@ export function readScaffoldingShape(vm: KubeObject): ScaffoldingShape {
   } else if (bootloader && obj(bootloader.bios)) {
     firmware = { bootloader: 'bios' };
   }
-  return { disks: readScaffoldingDisks(vm), cpu, memory, firmware, ...readScaffoldingNetworks(vm) };
+  // What Forklift carries of the source beyond disks, CPU and memory
+  // (kubev2v/forklift@v2.11.5:pkg/controller/plan/adapter/vsphere/builder.go: the NICs' MacAddress,
+  // Firmware.Serial, mapClock, the vTPM's TPMDevice{Persistent: true}, the tablet input).
+  const devices = obj(domain?.devices);
+  const serial = str(obj(domain?.firmware)?.serial);
+  const timezone = str(obj(domain?.clock)?.timezone);
+  const tpmSpec = obj(devices?.tpm);
+  const tpm = tpmSpec !== undefined && tpmSpec.enabled !== false && tpmSpec.persistent === true;
+  const tablet = arr(devices?.inputs).some((i) => obj(i)?.type === 'tablet');
+  return {
+    disks: readScaffoldingDisks(vm),
+    cpu,
+    memory,
+    firmware,
+    ...readScaffoldingNetworks(vm),
+    nics: readScaffoldingNICs(vm),
+    ...(serial ? { serial } : {}),
+    ...(timezone ? { timezone } : {}),
+    ...(tpm ? { tpm } : {}),
+    ...(tablet ? { tablet } : {}),
+  };
+}
+
+/**
+ * Each NIC in source order: Forklift writes one `domain.devices.interfaces[]` entry per source NIC, named
+ * as its `networks[]` entry, with the source MAC (builder.go, MacAddress: nic.MAC).
+ */
+export function readScaffoldingNICs(vm: KubeObject): Array<{ network: string; macAddress?: string }> {
+  const spec = templateSpec(vm);
+  const byName = new Map<string, string>();
+  for (const n of arr(spec?.networks)) {
+    const net = obj(n);
+    const name = str(net?.name);
+    if (!name) continue;
+    const multus = str(obj(net?.multus)?.networkName);
+    byName.set(name, multus ? multus.slice(multus.indexOf('/') + 1) : 'pod');
+  }
+  const out: Array<{ network: string; macAddress?: string }> = [];
+  for (const i of arr(obj(obj(spec?.domain)?.devices)?.interfaces)) {
+    const iface = obj(i);
+    const name = str(iface?.name);
+    if (!name) continue;
+    const mac = str(iface?.macAddress);
+    out.push({ network: byName.get(name) ?? 'pod', ...(mac ? { macAddress: mac } : {}) });
+  }
+  return out;
 }
 
 /**

@@ -89,6 +89,7 @@ test('CPU, memory and firmware are read as stated; efi without secureBoot means 
     firmware: { bootloader: 'bios' },
     networks: [],
     foreignNetworks: [],
+    nics: [],
   });
   const efi = readScaffoldingShape(scaffold({ cpu: { cores: 1 }, resources: { requests: { memory: '2Gi' } }, firmware: { bootloader: { efi: {} } } }));
   assert.deepEqual([efi.memory, efi.firmware], ['2Gi', { bootloader: 'uefi', secureBoot: true }]);

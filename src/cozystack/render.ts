@@ -20,6 +20,7 @@ import {
 import type { TaskVM } from '../api/types.ts';
 import type { KubeObject } from '../runtime/kube.ts';
 import type { Firmware, ScaffoldingShape } from './kubevirt.ts';
+import type { ShapeCarriage } from './platform.ts';
 
 /** Identifies the task and source VM an output belongs to. */
 export interface OutputMarkers {
@@ -188,12 +189,18 @@ export function renderVMInstance(o: {
   markers: OutputMarkers;
   /** The guest was converted by virt-v2v (the task's spec.guestConversion): virtio buses. */
   converted?: boolean;
+  /**
+   * What the platform's vm-instance carries (src/cozystack/platform.ts, carryShape). Absent: a platform
+   * taking every value written here (firmware as stated, no MACs), as before capabilities were read.
+   */
+  carriage?: ShapeCarriage;
 }): RenderResult {
   const spec: Obj = {
     runStrategy: 'Halted',
     // Written explicitly: the chart's defaults (u1.medium, ubuntu) would otherwise size and profile the VM.
     instanceType: o.vm.instanceType ?? '',
-    instanceProfile: o.vm.instanceProfile ?? '',
+    // The task's profile wins; else the EFI profile standing in for a firmware value the platform lacks.
+    instanceProfile: o.vm.instanceProfile ?? o.carriage?.instanceProfile ?? '',
     disks: o.diskNames.map((name, i) => ({ name, bus: convertedDiskBus(i, o.converted === true) })),
   };
   if (!o.vm.instanceType) {
@@ -207,7 +214,8 @@ export function renderVMInstance(o: {
     // VMInstance has no threads field: threads fold into cores so the guest keeps its vCPU count.
     spec.resources = { cpu: cpu.cores * cpu.threads, sockets: cpu.sockets, memory };
   }
-  if (o.shape.firmware) spec.firmware = renderFirmware(o.shape.firmware);
+  // Only where the platform takes it: a chart without the value would ignore it silently.
+  if (o.shape.firmware && (o.carriage?.firmware ?? true)) spec.firmware = renderFirmware(o.shape.firmware);
   if (o.shape.foreignNetworks?.length) {
     return {
       ok: false,
@@ -215,7 +223,11 @@ export function renderVMInstance(o: {
     };
   }
   // The pod network is every VMInstance's default interface; Multus NICs follow it, in source order.
-  if (o.shape.networks?.length) spec.networks = o.shape.networks.map((name) => ({ name }));
+  // With a platform that takes networks[].macAddress, each attachment keeps its first NIC's source MAC.
+  if (o.shape.networks?.length) {
+    const macs = new Map((o.carriage?.nics ?? []).filter((n) => n.kept && n.mac).map((n) => [n.network, n.mac!]));
+    spec.networks = o.shape.networks.map((name) => (macs.get(name) ? { name, macAddress: macs.get(name) } : { name }));
+  }
   return {
     ok: true,
     object: {

@@ -6,18 +6,19 @@ import type { KubeClient } from '../runtime/kube.ts';
 import { StaticKeyring } from '../credentials/keyring.ts';
 import { PATHS } from './config.ts';
 import { createReviewer } from './server.ts';
+import { UPSTREAM_NAME_NOTE } from './validate-task.ts';
 
 // The early task path reads nothing from the cluster: a client that throws proves it.
 const noCluster = new Proxy({}, { get: () => () => { throw new Error('the early pass must not call the API server'); } }) as unknown as KubeClient;
 const reviewer = createReviewer({ client: noCluster, keyring: new StaticKeyring() });
 
-function review(object: unknown): Promise<{ allowed: boolean; message: string }> {
+function review(object: unknown): Promise<{ allowed: boolean; message: string; warnings: string[] }> {
   const body = {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
     request: { uid: 'u1', kind: { group: 'forklift.cozystack.io', version: 'v1alpha1', kind: 'VMImportTask' }, operation: 'CREATE', namespace: 'tenant-a', object },
   };
-  return reviewer.review(PATHS.earlyTask, body).then((r) => ({ allowed: r.response!.allowed, message: r.response!.status?.message ?? '' }));
+  return reviewer.review(PATHS.earlyTask, body).then((r) => ({ allowed: r.response!.allowed, message: r.response!.status?.message ?? '', warnings: r.response!.warnings ?? [] }));
 }
 
 const task = (vm: Record<string, unknown>): unknown => ({
@@ -41,4 +42,11 @@ test('our own rules speak first: their message, not the schema\'s, answers a tas
   const r = await review({ apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 'web' }, spec: { sourceRef: { name: 'vc' }, vms: [] } });
   assert.equal(r.allowed, false);
   assert.doesNotMatch(r.message, /the VMImportTask schema/);
+});
+
+test("a denial of the early pass carries its warnings: a name Cozystack's own controller admits is refused saying so", async () => {
+  const r = await review(task({ name: '1web' }));
+  assert.equal(r.allowed, false);
+  assert.match(r.message, /is not a DNS-1035 label/);
+  assert.deepEqual(r.warnings, [`spec.vms[0].name: ${UPSTREAM_NAME_NOTE}`]);
 });

@@ -184,7 +184,10 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
       // Before the schema: structural problems only, denials only (the validating pass warns). Our own
       // rules speak first (their messages say what to do); what they do not cover, the CRD's schema does.
       const v = validateTask(req.operation, req.object, req.oldObject, undefined, platform);
-      if (!v.allowed || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return verdict(v.problems, []);
+      // A denial here ends the request before the validating pass, so its warnings (a name Cozystack's
+      // own controller would have taken, say) are shown once, with it.
+      if (!v.allowed) return v;
+      if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return verdict(v.problems, []);
       return schemaVerdict(KIND_TASK, taskSchemaProblems(req.object)) ?? verdict([], []);
     }
     if (req.operation === 'UPDATE' || !obj) return validateTask(req.operation, req.object, req.oldObject, undefined, platform);

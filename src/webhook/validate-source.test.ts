@@ -16,12 +16,14 @@ test('a complete source with a PEM CA passes without warnings', () => {
   assert.deepEqual(validateSource('CREATE', good(), undefined, facts), { allowed: true, problems: [], warnings: [] });
 });
 
-test('both caCert and insecureSkipVerify are refused, saying which to remove', () => {
+test("both caCert and insecureSkipVerify are accepted as Cozystack's own controller accepts them, warning that the certificate is then not verified", () => {
   const s = good();
   (s.spec.credentials as Record<string, unknown>).insecureSkipVerify = true;
   const v = validateSource('CREATE', s, undefined, facts);
-  assert.equal(v.allowed, false);
-  assert.deepEqual(v.problems, ['spec.credentials: set exactly one of caCert or insecureSkipVerify: true, not both; remove insecureSkipVerify to verify the server against caCert, or remove caCert to skip verification']);
+  assert.equal(v.allowed, true);
+  assert.deepEqual(v.warnings, [
+    "spec.credentials: both caCert and insecureSkipVerify: true are set; as with Cozystack's own controller, insecureSkipVerify wins: the vCenter certificate is not verified and caCert is not used; remove insecureSkipVerify to verify against caCert",
+  ]);
 });
 
 test('a thumbprint in caCert gets its own message', () => {

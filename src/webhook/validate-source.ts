@@ -73,14 +73,23 @@ function checkCredentials(field: string, c: unknown, problems: string[], warning
   if (cred.caCert !== undefined && typeof cred.caCert !== 'string') problems.push(`${field}.caCert must be a string holding a PEM certificate`);
   if (cred.insecureSkipVerify !== undefined && typeof cred.insecureSkipVerify !== 'boolean') problems.push(`${field}.insecureSkipVerify must be true or false`);
   const caCert = asString(cred.caCert);
-  const tls = tlsChoiceProblem(field, { caCert, insecureSkipVerify: cred.insecureSkipVerify === true });
+  const both = cred.insecureSkipVerify === true && caCert !== undefined && caCert.trim() !== '';
+  // Both set: accepted, as Cozystack's own controller accepts them (its CRD's rule is has(caCert) ||
+  // insecureSkipVerify), with that meaning: Forklift skips verification and never reads the CA
+  // (kubev2v/forklift@v2.11.5:pkg/controller/provider/container/vsphere/collector.go, connect).
+  const tls = both ? undefined : tlsChoiceProblem(field, { caCert, insecureSkipVerify: cred.insecureSkipVerify === true });
   if (tls) problems.push(tls);
+  if (both) {
+    warnings.push(
+      `${field}: both caCert and insecureSkipVerify: true are set; as with Cozystack's own controller, insecureSkipVerify wins: the ${who} certificate is not verified and caCert is not used; remove insecureSkipVerify to verify against caCert`,
+    );
+  }
   if (caCert !== undefined && caCert.trim() !== '') {
     const p = caCertProblem(caCert);
     if (p) problems.push(at(`${field}.caCert`, p));
     else for (const w of caCertWarnings(caCert)) warnings.push(`${field}.caCert: ${w}`);
   }
-  if (cred.insecureSkipVerify === true && !tls) {
+  if (cred.insecureSkipVerify === true && !tls && !both) {
     warnings.push(`${field}.insecureSkipVerify is true: the ${who} certificate is not verified and the credentials travel over that unverified connection; prefer caCert outside a lab`);
   }
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_PLATFORM, GUEST_CONVERSION_DISABLED_MESSAGE, deniedOn, validateTask, type TaskFacts, type InventoryVM } from './validate-task.ts';
+import { DEFAULT_PLATFORM, GUEST_CONVERSION_DISABLED_MESSAGE, UPSTREAM_NAME_NOTE, deniedOn, validateTask, type TaskFacts, type InventoryVM } from './validate-task.ts';
 
 const Gi = 2 ** 30;
 const immediate = { metadata: { name: 'replicated' }, provisioner: 'x', volumeBindingMode: 'Immediate' };
@@ -52,6 +52,7 @@ test('a name too long for the disks the inventory reports is refused; the same n
   assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-12', name }] }), undefined, f).problems, [
     `spec.vms[0].name: VMDisk name "${name}-disk-11" is 46 characters; the limit is 45 (Helm release names are limited to 53, minus the "vm-disk-" prefix); with 12 disks the VM name may have at most 37 characters`,
   ]);
+  assert.deepEqual(validateTask('CREATE', task({ vms: [{ id: 'vm-12', name }] }), undefined, f).warnings, [`spec.vms[0].name: ${UPSTREAM_NAME_NOTE}`]);
   assert.equal(validateTask('CREATE', task({ vms: [{ id: 'vm-2', name }] }), undefined, f).allowed, true);
 });
 

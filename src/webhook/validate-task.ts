@@ -134,6 +134,18 @@ function cutoverChangeProblems(oldSpec: JsonObject, spec: JsonObject, oldStatus:
   return [];
 }
 
+// Cozystack's own controller for these kinds takes a VM name of up to 46 characters that may start with a
+// digit (cozystack/cozystack@4dc7d04ca:api/migration/v1alpha1/vmimporttask_types.go, VMImportRequest.Name).
+// Such a name passes its admission and fails only when the platform refuses the VMInstance or VMDisk
+// created after the transfer; a tenant moving a manifest across is told why it is refused here.
+const UPSTREAM_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A label value's limit (the task's name is one: LABEL_TASK). */
+const TASK_NAME_MAX = 63;
+const UPSTREAM_NAME_MAX = 46;
+const upstreamAcceptsName = (name: string): boolean => name.length <= UPSTREAM_NAME_MAX && UPSTREAM_NAME.test(name);
+export const UPSTREAM_NAME_NOTE =
+  "Cozystack's own controller admits this name (up to 46 characters, may start with a digit) and its import then fails after the transfer, when the platform refuses the VMInstance or VMDisk; this controller refuses it before anything is copied";
+
 /** What the platform allows, from the controller's configuration (not from the cluster). */
 export interface TaskPlatform {
   /** Chart value guestConversion.enabled (ControllerConfig.guestConversion). */
@@ -186,6 +198,14 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
   }
 
   if (!spec) return verdict(['spec is required: sourceRef and vms'], []);
+  // The task's name is the value of a label on every Forklift object built for it (LABEL_TASK), and a
+  // label value has at most 63 characters: a longer name would pass here and fail at the first map.
+  // Cozystack's own controller refuses it too, in these words
+  // (cozystack/cozystack@4dc7d04ca:api/migration/v1alpha1/vmimporttask_types.go, the CEL rule on the kind).
+  const taskName = asString(asObject(obj.metadata)?.name);
+  if (taskName !== undefined && taskName.length > TASK_NAME_MAX) {
+    problems.push(`metadata.name must be at most ${TASK_NAME_MAX} characters: the task's name is carried as a label value on the Forklift objects it owns, and Kubernetes limits label values to ${TASK_NAME_MAX}`);
+  }
   problems.push(...modeProblems(spec));
   const namespace = asString(asObject(obj.metadata)?.namespace) ?? '';
 
@@ -285,6 +305,7 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
         if (ps.some((p) => p.startsWith('VMDisk'))) conservativeUsed = true;
       }
       for (const p of ps) problems.push(`${f}.name: ${p}`);
+      if (ps.length && !conservative && upstreamAcceptsName(name)) warnings.push(`${f}.name: ${UPSTREAM_NAME_NOTE}`);
       if (isDNS1035Label(name)) {
         if (seenNames.has(name)) problems.push(`${f}: VMInstance name ${show(name)} is also the name of spec.vms[${seenNames.get(name)}]; give each VM its own name`);
         else seenNames.set(name, i);

@@ -39,7 +39,7 @@ before(async () => {
   wh = await startTestWebhook({ client });
   ns = await freshNamespace('wh-src', { [wh.selector.key]: wh.selector.value });
   tenantKubeconfig = await tenantWithRole(ns);
-  await waitForWebhookEffective(ns, source('probe', {}, { insecureSkipVerify: true }));
+  await waitForWebhookEffective(ns, source('probe', { url: 'http://vcenter.lab.example/sdk' }));
 });
 
 after(async () => {
@@ -54,14 +54,11 @@ test('a complete source with a PEM CA is admitted without warnings', async () =>
   assert.ok(await client.get(GVRs.VMImportSource, ns, 'good'));
 });
 
-test('caCert together with insecureSkipVerify is refused, saying which to remove', async () => {
+test("caCert together with insecureSkipVerify is admitted, as Cozystack's own controller admits it, with a warning that the certificate is not verified", async () => {
   const r = await applyAsTenant(source('both', {}, { insecureSkipVerify: true }));
-  assert.notEqual(r.code, 0);
-  assert.equal(
-    denial(r.stderr),
-    'spec.credentials: set exactly one of caCert or insecureSkipVerify: true, not both; remove insecureSkipVerify to verify the server against caCert, or remove caCert to skip verification',
-  );
-  assert.equal(await client.get(GVRs.VMImportSource, ns, 'both'), undefined);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /Warning: spec\.credentials: both caCert and insecureSkipVerify: true are set; as with Cozystack's own controller, insecureSkipVerify wins/);
+  assert.ok(await client.get(GVRs.VMImportSource, ns, 'both'));
 });
 
 test('neither caCert nor insecureSkipVerify is refused', async () => {
@@ -136,12 +133,12 @@ test('host overrides need unique ids, a bare address and their own TLS choice', 
   );
 });
 
-test('an update that makes the TLS choice ambiguous is refused; the stored source is unchanged', async () => {
+test('an update that leaves no TLS choice is refused; the stored source is unchanged', async () => {
   assert.equal((await applyAsTenant(source('upd'))).code, 0);
-  const r = await applyAsTenant(source('upd', {}, { insecureSkipVerify: true }));
-  assert.match(denial(r.stderr), /^spec\.credentials: set exactly one of caCert or insecureSkipVerify: true, not both/);
-  const stored = await client.get<{ spec: { credentials: { insecureSkipVerify?: boolean } } } & Record<string, unknown>>(GVRs.VMImportSource, ns, 'upd');
-  assert.equal(stored?.spec.credentials.insecureSkipVerify, undefined);
+  const r = await applyAsTenant(source('upd', {}, { caCert: undefined }));
+  assert.match(denial(r.stderr), /^spec\.credentials: set exactly one of caCert \(the PEM CA that signed the server's certificate\) or insecureSkipVerify: true/);
+  const stored = await client.get<{ spec: { credentials: { caCert?: string } } } & Record<string, unknown>>(GVRs.VMImportSource, ns, 'upd');
+  assert.equal(stored?.spec.credentials.caCert, vcenterCA.certPEM);
 });
 
 test("the controller's own metadata and status writes pass", async () => {

@@ -97,6 +97,8 @@ export interface Ctx {
   /** Cluster instance types / preferences the vm-instance chart can find; undefined: all (SimOptions). */
   instanceTypes?: Set<string>;
   instancePreferences?: Set<string>;
+  /** Play Kubernetes 1.33's CSI PV deletion protection (test/sim/storage.ts, handleProtectionFinalizer). */
+  csiPVFinalizer?: boolean;
 }
 
 export function later(ctx: Ctx, ms: number, fn: () => void): void {

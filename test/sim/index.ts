@@ -13,7 +13,7 @@ import { SIM_PROVISIONER, Storage } from './storage.ts';
 import { World, type WorldFixture } from './world.ts';
 import { visibleIn } from './scope.ts';
 
-export { SIM_PROVISIONER, POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
+export { SIM_PROVISIONER, POPULATED_FOR, ALLOW_ADOPTION, CSI_PV_FINALIZER } from './storage.ts';
 export { vcenter, World, contentIdentity, inServiceCIDR, type WorldFixture, type VCenterSpec, type VMFixture, type HostFixture, type DiskFixture, type VMFaults, type ConversionFailure } from './world.ts';
 export { CONTENT_ANNOTATION, SOURCE_ANNOTATION, NBD_ERROR, GUEST_CONVERSION_FAILED, VIRT_V2V_IMAGE } from './forklift.ts';
 export { INVENTORY_SECRET, NAME_LIMITS, appNameError } from './servers.ts';
@@ -49,6 +49,12 @@ export interface SimOptions {
    */
   instanceTypes?: string[];
   instancePreferences?: string[];
+  /**
+   * Kubernetes 1.33: the CSI provisioner keeps its finalizer on the PVs it provisioned while their
+   * reclaim policy is Delete (HonorPVReclaimPolicy, GA in 1.33), as test/sim/storage.ts plays it.
+   * Default false (what a 1.20 cluster's provisioners do).
+   */
+  csiPVFinalizer?: boolean;
 }
 
 export interface Sim {
@@ -153,6 +159,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     timers: new Set(),
     ...(opts.instanceTypes ? { instanceTypes: new Set(opts.instanceTypes) } : {}),
     ...(opts.instancePreferences ? { instancePreferences: new Set(opts.instancePreferences) } : {}),
+    ...(opts.csiPVFinalizer ? { csiPVFinalizer: true } : {}),
     inf: { secret: mk(R.Secret), pvc: mk(R.PVC), pv: mk(R.PV), sc: mk(R.StorageClass), dv: mk(R.DataVolume), vm: mk(R.VirtualMachine), vmdisk: mk(R.VMDisk), vminstance: mk(R.VMInstance) },
   };
   let forklift: Forklift | undefined;

@@ -14,6 +14,9 @@ export const SIM_CHART_VERSION = '0.12.0';
 export const POPULATED_FOR = 'cdi.kubevirt.io/storage.populatedFor';
 export const ALLOW_ADOPTION = 'cdi.kubevirt.io/allowClaimAdoption';
 const SELECTED_NODE = 'volume.kubernetes.io/selected-node';
+/** The CSI provisioner's PV deletion-protection finalizer (sig-storage-lib-external-provisioner, finalizerPV). */
+export const CSI_PV_FINALIZER = 'external-provisioner.volume.kubernetes.io/finalizer';
+const finalizersOf = (o: Obj): string[] => (Array.isArray(o.metadata.finalizers) ? (o.metadata.finalizers as string[]) : []);
 
 export class Storage {
   private readonly ctx: Ctx;
@@ -83,12 +86,67 @@ export class Storage {
     }
   }
 
+  /**
+   * The external provisioner's volume loop (kubernetes-sigs/sig-storage-lib-external-provisioner, the
+   * library kubernetes-csi/external-provisioner v5 runs: controller/controller.go, syncVolume). A
+   * Released volume whose policy is Delete is deleted, with its data.
+   *
+   * With `csiPVFinalizer` it plays Kubernetes 1.33's PV deletion protection (HonorPVReclaimPolicy, GA in
+   * 1.33; external-provisioner ≥ 5.0.1): handleProtectionFinalizer adds
+   * `external-provisioner.volume.kubernetes.io/finalizer` to a Bound volume whose policy is Delete and
+   * removes it as soon as the policy is Retain (or Recycle) — so every flip of the reclaim policy the
+   * handoff makes is answered by a write of the provisioner's own to the same PV; shouldDelete then skips
+   * a volume being deleted whose finalizer is gone, and deleteVolumeOperation deletes the backing volume,
+   * the PV (unless already being deleted) and then removes the finalizer. A PV deleted while its policy
+   * is Delete therefore loses its data even if it was Bound; one deleted while Retain keeps it.
+   */
   private async reclaim(name: string): Promise<void> {
-    const pv = this.ctx.inf.pv.get(undefined, name);
-    if (!pv || pv.metadata.deletionTimestamp) return;
-    // Like a real provisioner: a Released volume whose policy is Delete is deleted (with its data).
-    if (pv.status?.phase === 'Released' && pv.spec?.persistentVolumeReclaimPolicy === 'Delete' && pv.metadata.annotations?.['pv.kubernetes.io/provisioned-by'] === SIM_PROVISIONER) {
-      await this.ctx.rest.del(R.PV, undefined, name, { uid: pv.metadata.uid });
+    let pv = this.ctx.inf.pv.get(undefined, name);
+    if (!pv || pv.metadata.annotations?.['pv.kubernetes.io/provisioned-by'] !== SIM_PROVISIONER) return;
+    const finalizing = this.ctx.csiPVFinalizer === true;
+    if (finalizing) {
+      pv = await this.handleProtectionFinalizer(pv);
+      if (!pv) return;
+    }
+    const has = finalizersOf(pv).includes(CSI_PV_FINALIZER);
+    if (finalizing ? !has && pv.metadata.deletionTimestamp : pv.metadata.deletionTimestamp) return;
+    if (pv.status?.phase !== 'Released' || pv.spec?.persistentVolumeReclaimPolicy !== 'Delete') return;
+    if (!pv.metadata.deletionTimestamp) {
+      try {
+        await this.ctx.rest.del(R.PV, undefined, name, { uid: pv.metadata.uid });
+      } catch (e) {
+        if (!notFound(e) && !conflict(e)) throw e;
+      }
+    }
+    if (finalizing && has) await this.setFinalizers(name, (f) => f.filter((x) => x !== CSI_PV_FINALIZER));
+  }
+
+  /** handleProtectionFinalizer (as above); returns the volume as written, undefined when it is gone. */
+  private async handleProtectionFinalizer(pv: Obj): Promise<Obj | undefined> {
+    const policy = pv.spec?.persistentVolumeReclaimPolicy;
+    const has = finalizersOf(pv).includes(CSI_PV_FINALIZER);
+    if (policy === 'Delete' && !pv.metadata.deletionTimestamp && pv.status?.phase === 'Bound' && !has) {
+      return await this.setFinalizers(pv.metadata.name, (f) => [...f, CSI_PV_FINALIZER]);
+    }
+    if ((policy === 'Retain' || policy === 'Recycle') && has) return await this.setFinalizers(pv.metadata.name, (f) => f.filter((x) => x !== CSI_PV_FINALIZER));
+    return pv;
+  }
+
+  /**
+   * The provisioner's finalizer patch (patchPersistentVolumeWithFinalizers: a strategic merge patch of
+   * the list, which leaves other controllers' finalizers, such as kubernetes.io/pv-protection, alone):
+   * played as a read-modify-write of the list under the PV's resourceVersion, retried on Conflict.
+   */
+  private async setFinalizers(name: string, edit: (f: string[]) => string[]): Promise<Obj | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      const cur = (await this.ctx.rest.get(R.PV, undefined, name)) as Obj | undefined;
+      if (!cur) return undefined;
+      try {
+        return (await this.ctx.rest.patch(R.PV, undefined, name, { metadata: { resourceVersion: cur.metadata.resourceVersion, finalizers: edit(finalizersOf(cur)) } })) as Obj;
+      } catch (e) {
+        if (notFound(e)) return undefined;
+        if (!conflict(e) || attempt >= 5) throw e;
+      }
     }
   }
 

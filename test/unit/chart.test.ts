@@ -485,6 +485,29 @@ test('helm is extracted from the devDependency, not downloaded', () => {
   assert.match(helm(['version', '--short']).stdout, /^v\d+\.\d+\.\d+/);
 });
 
+test("the chart's default image is a name of this project's own, not the repository of Cozystack's own controller", () => {
+  const image = deployment(render()).container.image as string;
+  assert.doesNotMatch(image, /ghcr\.io\/cozystack\/cozystack\//);
+  assert.match(image, /^localhost\/cozy-vm-import\/migration-controller:/);
+});
+
+test("the chart refuses to render Cozystack's own controller's image or a placeholder, saying how to build and push ours", () => {
+  const cases: Array<[string, RegExp]> = [
+    ['ghcr.io/cozystack/cozystack/migration-controller', /is the image of Cozystack's own migration controller \(a different program, in Go\), not this one/],
+    ['registry.example.com/cozystack/migration-controller', /is a placeholder, not an image your nodes can pull/],
+    ['REPLACE_ME/migration-controller', /is a placeholder/],
+    ['<your-registry>/migration-controller', /is a placeholder/],
+  ];
+  for (const [repository, why] of cases) {
+    const r = helm(['template', 'migration-controller', CHART, '--namespace', NS, '-f', valuesFile({ image: { repository } })]);
+    assert.notEqual(r.code, 0, repository);
+    assert.match(r.stderr, why, repository);
+    assert.match(r.stderr, /npm run image`, push it to a registry your nodes pull from and set image\.repository/, repository);
+  }
+  // A registry host that merely contains the word is a real name.
+  assert.equal(deployment(render({ image: { repository: 'example.company.io/mc' } })).container.image, 'example.company.io/mc:0.1.0');
+});
+
 test('the chart runs by default exactly the image `npm run image` builds', () => {
   const built = execFileSync('bash', [join(ROOT, 'scripts/build-image.sh'), '--print-ref'], { encoding: 'utf8' }).trim();
   assert.equal(deployment(render()).container.image, built);

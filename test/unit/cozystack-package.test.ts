@@ -15,7 +15,8 @@ import { render as renderForkliftOperator, NAMESPACE as FORKLIFT_NS } from '../.
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const PKG = join(ROOT, 'packaging/cozystack');
 
-interface Component { name: string; path: string; install?: { namespace?: string; releaseName?: string; dependsOn?: string[] } }
+interface HealthCheck { apiVersion: string; kind: string; current?: string; failed?: string; inProgress?: string }
+interface Component { name: string; path: string; install?: { namespace?: string; releaseName?: string; dependsOn?: string[]; healthCheckExprs?: HealthCheck[] } }
 interface PackageSource { apiVersion: string; kind: string; metadata: { name: string }; spec: { sourceRef: { kind: string; name: string; namespace: string; path?: string }; variants: Array<{ name: string; dependsOn?: string[]; components: Component[] }> } }
 interface Package { apiVersion: string; kind: string; metadata: { name: string }; spec: { variant: string; components?: Record<string, { values?: Record<string, unknown>; enabled?: boolean }> } }
 
@@ -25,7 +26,9 @@ const packages = docs<Package>('packages.yaml');
 const [repo] = docs<{ kind: string; metadata: { name: string; namespace: string }; spec: { ignore: string } }>('source.yaml');
 
 /** Package sources of Cozystack main that ours depend on (cozystack/cozystack@3c780acd:packages/core/platform/sources/). */
-const UPSTREAM_PACKAGES = ['cozystack.kubevirt', 'cozystack.kubevirt-cdi', 'cozystack.vm-disk-application', 'cozystack.vm-instance-application'];
+const UPSTREAM_PACKAGES = ['cozystack.kubevirt', 'cozystack.kubevirt-cdi', 'cozystack.cert-manager', 'cozystack.vm-disk-application', 'cozystack.vm-instance-application'];
+/** The packages Cozystack's own bundle enables for VM import (the seed's bundles.enabledPackages). */
+const BUNDLE_PACKAGES = ['cozystack.forklift-operator', 'cozystack.forklift', 'cozystack.migration-controller'];
 
 function helm(args: string[]): { code: number; stdout: string; stderr: string } {
   const r = spawnSync('bash', [join(ROOT, 'scripts/helm.sh'), ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
@@ -34,7 +37,7 @@ function helm(args: string[]): { code: number; stdout: string; stderr: string } 
 
 test('every component is a chart in this repository, under a path the GitRepository keeps, and renders', () => {
   assert.equal(repo?.kind, 'GitRepository');
-  assert.deepEqual(sources.map((s) => s.metadata.name).sort(), ['cozystack.forklift', 'cozystack.migration-controller']);
+  assert.deepEqual(sources.map((s) => s.metadata.name).sort(), [...BUNDLE_PACKAGES].sort());
   const kept = repo!.spec.ignore.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('!/')).map((l) => l.slice(2));
   for (const s of sources) {
     assert.equal(s.apiVersion, 'cozystack.io/v1alpha1');
@@ -51,6 +54,42 @@ test('every component is a chart in this repository, under a path the GitReposit
       }
     }
   }
+});
+
+test("the packages are the three Cozystack's own bundle enables, and cert-manager comes before Forklift's operator and the controller", () => {
+  assert.deepEqual(packages.map((p) => p.metadata.name), BUNDLE_PACKAGES);
+  const deps = (name: string) => sources.find((s) => s.metadata.name === name)!.spec.variants[0]!.dependsOn ?? [];
+  assert.ok(deps('cozystack.forklift-operator').includes('cozystack.cert-manager'));
+  assert.ok(deps('cozystack.forklift').includes('cozystack.forklift-operator'));
+  assert.ok(deps('cozystack.migration-controller').includes('cozystack.cert-manager'));
+});
+
+test('the Forklift package is Ready only once the operator reports its ForkliftController reconciled, and failed when it reports a failure', () => {
+  const forklift = sources.find((s) => s.metadata.name === 'cozystack.forklift')!.spec.variants[0]!.components.find((c) => c.name === 'forklift')!;
+  const checks = forklift.install?.healthCheckExprs ?? [];
+  assert.equal(checks.length, 1);
+  const [h] = checks;
+  assert.equal(`${h!.apiVersion}/${h!.kind}`, 'forklift.konveyor.io/v1beta1/ForkliftController');
+  // The kind the check names is the one the component renders.
+  const r = helm(['template', 'forklift', join(ROOT, forklift.path), '-n', 'cozy-forklift']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /apiVersion: forklift\.konveyor\.io\/v1beta1\nkind: ForkliftController/);
+  assert.match(h!.current!, /c\.type == 'Successful' && c\.status == 'True'/);
+  assert.match(h!.failed!, /c\.type == 'Failure' && c\.status == 'True'/);
+  assert.ok(h!.inProgress);
+});
+
+test('in the Cozystack package cert-manager issues the webhook certificate', () => {
+  const mc = packages.find((p) => p.metadata.name === 'cozystack.migration-controller')!;
+  const values = structuredClone(mc.spec.components!['migration-controller']!.values!) as { image: { repository: string }; webhook: { certificate: { mode: string } } };
+  assert.equal(values.webhook.certificate.mode, 'certManager');
+  values.image.repository = 'registry.corp.lan/cozystack/migration-controller';
+  const f = join(mkdtempSync(join(tmpdir(), 'mc-pkg-')), 'values.yaml');
+  writeFileSync(f, YAML.stringify(values));
+  const r = helm(['template', 'migration-controller', join(ROOT, 'charts/migration-controller'), '-n', 'cozy-migration-controller', '-f', join(ROOT, 'test/fixtures/cozystack-values.yaml'), '-f', f]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /kind: Certificate\n/);
+  assert.match(r.stdout, /cert-manager\.io\/inject-ca-from: cozy-migration-controller\//);
 });
 
 test('package dependencies name only our package sources or ones Cozystack main defines', () => {
@@ -73,9 +112,18 @@ test("each Package enables a package source's variant, and its component values 
       const f = join(mkdtempSync(join(tmpdir(), 'mc-pkg-')), 'values.yaml');
       writeFileSync(f, YAML.stringify(comp.values));
       // helm-controller: valuesFrom (the cozystack-values Secret) first, then spec.values over it.
-      const r = helm(['template', c.install!.releaseName!, join(ROOT, c.path), '-n', c.install!.namespace!, '-f', join(ROOT, 'test/fixtures/cozystack-values.yaml'), '-f', f]);
-      assert.equal(r.code, 0, r.stderr);
+      const template = (file: string): ReturnType<typeof helm> => helm(['template', c.install!.releaseName!, join(ROOT, c.path), '-n', c.install!.namespace!, '-f', join(ROOT, 'test/fixtures/cozystack-values.yaml'), '-f', file]);
       const image = (comp.values.image ?? {}) as { repository?: string; tag?: string };
+      let r = template(f);
+      if (image.repository?.includes('example.com')) {
+        // The image is where the admin pushed it: as shipped, the placeholder is refused, saying so.
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /is a placeholder, not an image your nodes can pull/);
+        image.repository = 'registry.corp.lan/cozystack/migration-controller';
+        writeFileSync(f, YAML.stringify({ ...comp.values, image }));
+        r = template(f);
+      }
+      assert.equal(r.code, 0, r.stderr);
       if (image.repository) assert.match(r.stdout, new RegExp(`image: "${image.repository}:${image.tag}"`));
     }
   }

@@ -64,10 +64,10 @@ function walk(s: Schema, path: string, visit: (s: Schema, path: string) => void)
 }
 
 for (const [crd, kind, plural, short] of [
-  [SOURCE, 'VMImportSource', 'vmimportsources', 'vmisrc'],
-  [TASK, 'VMImportTask', 'vmimporttasks', 'vmit'],
+  [SOURCE, 'VMImportSource', 'vmimportsources', ['vmisrc', 'vmimportsrc']],
+  [TASK, 'VMImportTask', 'vmimporttasks', ['vmit']],
 ] as const) {
-  test(`${kind} is a namespaced v1alpha1 kind with a status subresource, short name ${short} and category vmimport`, () => {
+  test(`${kind} is a namespaced v1alpha1 kind with a status subresource, short names ${short.join(', ')} and category vmimport`, () => {
     assert.equal(crd.apiVersion, 'apiextensions.k8s.io/v1');
     assert.equal(crd.kind, 'CustomResourceDefinition');
     assert.equal(crd.metadata.name, `${plural}.forklift.cozystack.io`);
@@ -75,7 +75,7 @@ for (const [crd, kind, plural, short] of [
     assert.equal(crd.spec.scope, 'Namespaced');
     assert.equal(crd.spec.names.kind, kind);
     assert.equal(crd.spec.names.plural, plural);
-    assert.deepEqual(crd.spec.names.shortNames, [short]);
+    assert.deepEqual(crd.spec.names.shortNames, [...short]);
     assert.deepEqual(crd.spec.names.categories, ['vmimport']);
     assert.equal(crd.spec.versions.length, 1);
     const v = crd.spec.versions[0]!;
@@ -153,7 +153,7 @@ test('kubectl get vmisrc shows Type, URL, Ready, Reason, the VMs per readiness v
   );
 });
 
-test('kubectl get vmit shows Source, Mode, Phase, Progress, Ready and Age, and -o wide the precopies and downtime per VM and the cutover time', () => {
+test('kubectl get vmit shows Source, Mode, Phase, Progress, Ready and Age, and -o wide the precopies and downtime per VM, the cutover time and the message', () => {
   const cols = TASK.spec.versions[0]!.additionalPrinterColumns!;
   assert.deepEqual(
     cols.filter((c) => !c.priority).map((c) => [c.name, c.jsonPath]),
@@ -161,7 +161,7 @@ test('kubectl get vmit shows Source, Mode, Phase, Progress, Ready and Age, and -
   );
   assert.deepEqual(
     cols.filter((c) => c.priority).map((c) => [c.name, c.jsonPath]),
-    [['Precopies', '.status.vms[*].warm.precopies'], ['Downtime', '.status.vms[*].downtimeSeconds'], ['Cutover', '.spec.cutover']],
+    [['Precopies', '.status.vms[*].warm.precopies'], ['Downtime', '.status.vms[*].downtimeSeconds'], ['Cutover', '.spec.cutover'], ['Message', '.status.message']],
   );
 });
 

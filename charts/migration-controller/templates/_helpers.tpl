@@ -54,7 +54,22 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "%s-webhook" (include "mc.fullname" .) -}}
 {{- end -}}
 
+{{/*
+The controller's image. Refused with an explanation instead of rendered:
+- Cozystack's own controller's repository: its Go binary takes other flags and serves these kinds
+  differently, so a missed override would run the wrong controller (or crash-loop);
+- a placeholder copied from the docs (example.com/.org/.net hosts, REPLACE/CHANGEME, <…>, an elided
+  digest), which would leave the Pods in ImagePullBackOff.
+*/}}
 {{- define "mc.image" -}}
+{{- $repo := .Values.image.repository -}}
+{{- $how := "build it with `npm run image`, push it to a registry your nodes pull from and set image.repository (and image.digest) to where you pushed it (docs/install.md, The image)" -}}
+{{- if or (eq $repo "ghcr.io/cozystack/cozystack/migration-controller") (hasPrefix "ghcr.io/cozystack/cozystack/migration-controller:" $repo) -}}
+{{- fail (printf "image.repository %q is the image of Cozystack's own migration controller (a different program, in Go), not this one: %s" $repo $how) -}}
+{{- end -}}
+{{- if regexMatch "(?i)(^|[./])example[.](com|org|net)(/|:|$)|replace|changeme|[<>…]" $repo -}}
+{{- fail (printf "image.repository %q is a placeholder, not an image your nodes can pull: %s" $repo $how) -}}
+{{- end -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
 {{- else -}}

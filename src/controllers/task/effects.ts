@@ -3,7 +3,7 @@
 // Events and metrics, and the deletion of a task's Forklift objects. Each write is idempotent or carries
 // preconditions, so a step decided on a stale read fails harmlessly and a crash between two is resumed.
 import { TaskReason } from '../../api/conditions.ts';
-import { FINALIZER, LABEL_TASK_UID, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
+import { FINALIZER, LABEL_TASK_UID, UPSTREAM_LABEL_TASK_NAME, UPSTREAM_LABEL_TASK_NAMESPACE, UPSTREAM_TASK_FINALIZER, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
 import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
 import { translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
 import type { ProviderRefs } from '../../forklift/maps.ts';
@@ -314,9 +314,12 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
   const ns = task.metadata.namespace ?? '';
   const key = taskKey(task);
   fx.metrics.setStalled(key, []);
-  if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) return {};
+  const held = task.metadata.finalizers ?? [];
+  const upstream = held.includes(UPSTREAM_TASK_FINALIZER);
+  if (!held.includes(FINALIZER) && !upstream) return {};
   const mine = { [LABEL_TASK_UID]: task.metadata.uid ?? '' };
   let remaining = 0;
+  if (upstream && ctx.installed(GVRs.Plan)) remaining += await cleanUpstreamTransferVolumes(ctx, task);
   if (ctx.installed(GVRs.Plan)) {
     const migrations = await listOptional(ctx, GVRs.Migration, ns, mine);
     const plans = await listOptional(ctx, GVRs.Plan, ns, mine);
@@ -355,11 +358,32 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
   }
   if (remaining > 0) return { requeueAfterMs: DELETE_POLL_MS };
   fx.mem.dropTask(key);
-  const finalizers = (task.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
+  const finalizers = held.filter((f) => f !== FINALIZER && f !== UPSTREAM_TASK_FINALIZER);
   try {
     await ctx.client.patch(GVRs.VMImportTask, ns, key.name, { metadata: { finalizers, resourceVersion: task.metadata.resourceVersion } });
   } catch (e) {
     if (!isNotFound(e)) throw e;
   }
   return {};
+}
+
+/**
+ * The cleanup Cozystack's own controller's finalizer stands for, on a task it served: the DataVolumes
+ * Forklift created for that controller's Plans, which carry no owner and would retry the transfer after
+ * the task is gone (cozystack/cozystack@4dc7d04ca:internal/migrationcontroller/vmimporttask_controller.go,
+ * deleteTransferVolumes). Its Plans are found by its labels and kept only when owned by this very task
+ * (a Plan is not a tenant's to write, and the owner reference rules out a namesake task's). Returns the
+ * deletions made (0: nothing left).
+ */
+async function cleanUpstreamTransferVolumes(ctx: ReconcileContext, task: VMImportTask & KubeObject): Promise<number> {
+  const ns = task.metadata.namespace ?? '';
+  const uid = task.metadata.uid ?? '';
+  let deleted = 0;
+  const plans = await listOptional(ctx, GVRs.Plan, ns, { [UPSTREAM_LABEL_TASK_NAME]: task.metadata.name ?? '', [UPSTREAM_LABEL_TASK_NAMESPACE]: ns });
+  for (const p of plans.filter((x) => (x.metadata?.ownerReferences ?? []).some((o) => o.uid === uid))) {
+    for (const dv of await listOptional(ctx, GVRs.DataVolume, ns, { [PLAN_LABEL]: p.metadata?.uid ?? '' })) {
+      if (await ctx.client.delete(GVRs.DataVolume, ns, dv.metadata!.name!, { propagationPolicy: 'Background' })) deleted++;
+    }
+  }
+  return deleted;
 }
