@@ -117,14 +117,16 @@ for (const version of FORKLIFT_VERSIONS) {
         return x?.status?.vms?.[0]?.phase === 'Transferring';
       }, { timeoutMs: 60_000 });
       const before = (await c.get(GVRs.Provider, ns, sourceProviderName('vc')))!;
-      // The admission refuses the edit while the task runs, naming it.
-      await assert.rejects(c.patch(GVRs.VMImportSource, ns, 'vc', { spec: { url: 'https://vcenter-side-effects.example.com:443/sdk' } }), /spec\.url cannot change while tasks import over this source \(held\)/);
+      // The admission refuses the edit while the task runs, naming it. (A new URL takes the password again in
+      // plain text: a sealed one opens only for the endpoint it was written for.)
+      const newURL = { spec: { url: 'https://vcenter-side-effects.example.com:443/sdk', credentials: { username: world.user, password: world.password, caCert: world.caPEM } } };
+      await assert.rejects(c.patch(GVRs.VMImportSource, ns, 'vc', newURL), /spec\.url cannot change while tasks import over this source \(held\)/);
       const t = await ended(c, ns, 'held');
       assert.equal(t.status!.vms![0]!.phase, 'Succeeded', JSON.stringify(t.status!.vms![0]));
       const after = (await c.get(GVRs.Provider, ns, sourceProviderName('vc')))!;
       assert.equal(after.metadata?.generation, before.metadata?.generation, 'the Provider\'s spec was not written under the run');
       // Once the task has ended, the same edit is admitted.
-      await c.patch(GVRs.VMImportSource, ns, 'vc', { spec: { url: 'https://vcenter-side-effects.example.com:443/sdk' } });
+      await c.patch(GVRs.VMImportSource, ns, 'vc', newURL);
       const src = (await c.get(GVRs.VMImportSource, ns, 'vc')) as unknown as VMImportSource;
       assert.equal(src.spec.url, 'https://vcenter-side-effects.example.com:443/sdk');
     });
