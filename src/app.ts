@@ -71,7 +71,7 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   const leaseClient = new KubeClient(kc, { ...clientOpts, timeoutMs: opts.renewDeadlineMs ?? RENEW_DEADLINE_MS });
   const webhookClient = new KubeClient(kc, clientOpts);
   const events = new KubeEventRecorder(client, 'migration-controller', log.child({ component: 'events' }));
-  const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs, watchLiveness: opts.watchLiveness, cacheSweepMs: opts.cacheSweepMs });
+  const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, watchLiveness: opts.watchLiveness, cacheSweepMs: opts.cacheSweepMs });
   // The credentials keyring serves the webhook too (every replica): it uses the unfenced client.
   const keyring = opts.keyring ?? new SecretKeyring({ client: webhookClient, namespace: cfg.podNamespace, name: cfg.credentialsKeySecret });
   metrics.cacheSizes = () => manager.cacheSizes();
