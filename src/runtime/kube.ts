@@ -103,6 +103,15 @@ export function isTooManyRequests(e: unknown): boolean {
   return e instanceof ApiError && e.code === 429;
 }
 
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: 'NotOlderThan' | 'Exact';
+}
+
 export type PatchType = 'merge' | 'json' | 'apply' | 'strategic';
 const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
   merge: 'application/merge-patch+json',
@@ -406,25 +415,43 @@ export class KubeClient {
     }
   }
 
-  async list<T extends KubeObject>(gvr: GVR, namespace?: string, o: { labelSelector?: string; fieldSelector?: string; limit?: number; continue?: string; resourceVersion?: string } = {}): Promise<KubeList<T>> {
+  async list<T extends KubeObject>(gvr: GVR, namespace?: string, o: ListOptions = {}): Promise<KubeList<T>> {
     const q = new URLSearchParams();
     if (o.labelSelector) q.set('labelSelector', o.labelSelector);
     if (o.fieldSelector) q.set('fieldSelector', o.fieldSelector);
     if (o.limit) q.set('limit', String(o.limit));
     if (o.continue) q.set('continue', o.continue);
     if (o.resourceVersion !== undefined) q.set('resourceVersion', o.resourceVersion);
+    if (o.resourceVersionMatch) q.set('resourceVersionMatch', o.resourceVersionMatch);
     const qs = q.toString();
     return await this.request<KubeList<T>>('GET', resourcePath(gvr, namespace) + (qs ? `?${qs}` : ''), undefined, undefined, gvr);
   }
 
-  /** Lists every page. */
-  async listAll<T extends KubeObject>(gvr: GVR, namespace?: string, o: { labelSelector?: string; fieldSelector?: string } = {}): Promise<KubeList<T>> {
+  /**
+   * Lists every page. `resourceVersion` chooses where the list is served from, as client-go's reflector
+   * does (k8s.io/client-go tools/cache/reflector.go, ListAndWatch and relistResourceVersion):
+   * - '' (or undefined): a consistent read from etcd, in pages of 500;
+   * - '0': any version, served from the API server's watch cache (which ignores `limit` there; without a
+   *   watch cache the pages come from etcd);
+   * - a resourceVersion: not older than it (resourceVersionMatch=NotOlderThan), without a limit so the
+   *   watch cache can serve it — a paginated list with a resourceVersion always goes to etcd.
+   * A continuation page carries no resourceVersion (the API server refuses one beside `continue`).
+   */
+  async listAll<T extends KubeObject>(gvr: GVR, namespace?: string, o: { labelSelector?: string; fieldSelector?: string; resourceVersion?: string; pageSize?: number; transform?: (o: T) => T } = {}): Promise<KubeList<T>> {
     const items: T[] = [];
     let cont: string | undefined;
     let rv: string | undefined;
+    const limit = o.pageSize ?? 500;
+    const exact = o.resourceVersion !== undefined && o.resourceVersion !== '' && o.resourceVersion !== '0';
+    const first: ListOptions = {
+      labelSelector: o.labelSelector,
+      fieldSelector: o.fieldSelector,
+      ...(o.resourceVersion ? { resourceVersion: o.resourceVersion, resourceVersionMatch: 'NotOlderThan' as const } : {}),
+      ...(exact ? {} : { limit }),
+    };
     do {
-      const page = await this.list<T>(gvr, namespace, { ...o, limit: 500, continue: cont });
-      items.push(...page.items);
+      const page = await this.list<T>(gvr, namespace, cont ? { labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, limit, continue: cont } : first);
+      for (const it of page.items) items.push(o.transform ? o.transform(it) : it);
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion;
     } while (cont);
