@@ -114,7 +114,11 @@ export class Discovery {
     const serviceNames = (): Set<string> => new Set([...this.tracked.values()].filter((t) => byDocument(t.gvr)).map((t) => apiServiceName(t.gvr)));
     this.apiServices = new Informer(client, GVRs.APIService, { log, keep: (o) => serviceNames().has(o.metadata?.name ?? '') });
     const onService = (o: KubeObject): void => {
-      if (serviceNames().has(o.metadata?.name ?? '')) this.askGroupVersion(o.metadata!.name!, this.apiServices.store.get(undefined, o.metadata!.name!) as APIServiceLike | undefined);
+      const name = o.metadata?.name ?? '';
+      if (!serviceNames().has(name)) return;
+      const now = this.apiServices.store.get(undefined, name) as APIServiceLike | undefined;
+      // Asked when it becomes Available (the aggregated server answers discovery) or goes away.
+      if (!now || apiServiceAvailable(now)) void this.askGroupVersion(name, now);
     };
     this.apiServices.addHandlers({ add: onService, update: (_old, o) => onService(o), delete: onService });
   }
