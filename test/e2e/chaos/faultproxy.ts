@@ -53,6 +53,14 @@ export interface FaultProxy {
    * priority level has no seat or queue room for (counted as `apf429`). undefined: no limit.
    */
   setServerLimit(limit: { qps: number; burst: number } | undefined): void;
+  /**
+   * Answers every request `fn` picks (method, path, query) with the answer it gives instead of forwarding
+   * it (counted as `intercepted:<code>`), until set to undefined: a fault that lasts, such as an API server
+   * whose etcd was restored and which calls every resourceVersion handed out before "too large".
+   */
+  setInterceptor(fn: ((r: { method: string; path: string; query: string; watch: boolean }) => { code: number; status: Record<string, unknown>; asWatchEvent?: boolean } | undefined) | undefined): void;
+  /** Ends every watch stream open now (an API server restarting under its watches). */
+  cutWatches(): number;
   /** Changes the rates from now on (a fault-free phase and a faulty phase through the same proxy). */
   setRates(r: FaultRates): void;
   /**
@@ -118,6 +126,8 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
   let requests = 0;
   const targeted: Array<TargetedFault & { times: number }> = [];
   const log: Array<{ method: string; url: string }> = [];
+  let interceptor: Parameters<FaultProxy['setInterceptor']>[0];
+  const watchSockets = new Set<Duplex>();
   let serverLimit: { qps: number; burst: number; tokens: number; at: number } | undefined;
   /** A seat for one request under the server limit (a token bucket), or false: shed with 429. */
   const seat = (): boolean => {
@@ -214,6 +224,24 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
     const write = req.method !== 'GET';
     const [reqPath, reqQuery = ''] = (req.url ?? '').split('?');
     const rule = targeted.find((t) => t.times > 0 && t.method === req.method && t.path.test(reqPath!) && (!t.query || t.query.test(reqQuery)));
+    const caught = interceptor?.({ method: req.method ?? '', path: reqPath!, query: reqQuery, watch });
+    if (caught) {
+      count(`intercepted:${caught.code}`);
+      req.resume();
+      if (caught.asWatchEvent) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(`${JSON.stringify({ type: 'ERROR', object: caught.status })}\n`);
+      } else {
+        res.writeHead(caught.code, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(caught.status));
+      }
+      return;
+    }
+    if (watch && req.socket) {
+      const sock = req.socket;
+      watchSockets.add(sock);
+      res.once('close', () => watchSockets.delete(sock));
+    }
     if (rule) {
       rule.times--;
       count(`targeted:${rule.code}`);
@@ -270,6 +298,16 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
       return requests;
     },
     log,
+    setInterceptor(fn) {
+      interceptor = fn;
+    },
+    cutWatches() {
+      const n = watchSockets.size;
+      for (const sock of watchSockets) sock.destroy();
+      watchSockets.clear();
+      count('watchCut');
+      return n;
+    },
     setServerLimit(l) {
       serverLimit = l ? { ...l, tokens: l.burst, at: performance.now() } : undefined;
     },
