@@ -188,7 +188,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     }));
   } catch (e) {
     if (e instanceof ConfigError) throw e;
-    throw new ConfigError((e as Error).message);
+    const err = e as Error & { code?: string };
+    // parseArgs's own words, with the flag named as the usage names it.
+    if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new ConfigError(`unknown flag ${/'([^']+)'/.exec(err.message)?.[1] ?? err.message}`);
+    throw new ConfigError(err.message);
   }
   if (values.help) throw new ConfigError('usage');
   const knob = (flag: string): Knob => KNOBS.find((k) => k.flag === flag)!;
