@@ -259,7 +259,7 @@ if (isMain(import.meta)) {
     console.log(`\n== ${name} (baseline ${revOf(baseline)})\n${JSON.stringify(f, null, 2)}`);
   };
   if (only.includes('crds')) {
-    const crds = Number(flags.get('crds') ?? (quick ? 100 : 500));
+    const crds = Number(flags.get('crds') ?? (quick ? 50 : 500));
     const repeats = Number(flags.get('repeats') ?? (quick ? 1 : 3));
     const f = await benchCRDs({ crds, repeats, sides });
     print('crds', f);
@@ -273,7 +273,7 @@ if (isMain(import.meta)) {
     console.log(`  → ${writeResult('cluster-apf429', { tasks, serverQPS, baseline, quick }, f)}`);
   }
   if (only.includes('toolarge')) {
-    const faultSeconds = Number(flags.get('fault-seconds') ?? (quick ? 20 : 60));
+    const faultSeconds = Number(flags.get('fault-seconds') ?? (quick ? 10 : 60));
     const f = await benchTooLarge({ faultSeconds, sides });
     print('toolarge', f);
     console.log(`  → ${writeResult('cluster-toolarge', { faultSeconds, baseline, quick }, f)}`);
