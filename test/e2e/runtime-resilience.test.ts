@@ -111,13 +111,15 @@ test('a client never sends more than its QPS and burst allow, and the time reque
   const ns = await freshNamespace('res-qps');
   const waits: number[] = [];
   const c = viaProxy({ limiter: new TokenBucket(10, 5), onThrottled: (ms) => waits.push(ms) });
-  const start = proxy.requests;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: 25 }, (_, i) => c.create(GVRs.ConfigMap, cm(ns, `q${i}`))));
   const elapsed = performance.now() - t0;
-  assert.equal(proxy.requests - start, 25, 'each create sent once');
-  // 5 at once, the other 20 at 10/s: at least 2 s.
+  const arrived = proxy.log.filter((r) => r.method === 'POST' && r.url.startsWith(`/api/v1/namespaces/${ns}/configmaps`)).map((r) => r.at);
+  assert.equal(arrived.length, 25, 'each create sent once');
+  // 5 at once, the other 20 at 10/s: at least 2 s, and the API server never saw more than 5 + 10 in a second.
   assert.ok(elapsed >= 1_900, `25 requests at 10/s with a burst of 5 took ${Math.round(elapsed)} ms`);
+  const busiest = Math.max(...arrived.map((t) => arrived.filter((u) => u >= t && u < t + 1_000).length));
+  assert.ok(busiest <= 15, `at most burst + qps requests arrive in any second (busiest: ${busiest})`);
   assert.equal(waits.length, 20, 'the 20 beyond the burst waited');
   assert.ok(Math.max(...waits) >= 1_800, `the last waited ${Math.round(Math.max(...waits))} ms`);
 });

@@ -45,8 +45,8 @@ export interface FaultProxy {
   observed: Record<string, number>;
   /** Requests received (the client's requests, injected answers included). */
   requests: number;
-  /** Method and URL (path and query) of every request received, in order (the last 2,000). */
-  log: Array<{ method: string; url: string }>;
+  /** Method, URL (path and query) and arrival time (performance.now()) of every request received, in order (the last 2,000). */
+  log: Array<{ method: string; url: string; at: number }>;
   /**
    * Plays API Priority and Fairness shedding load: beyond `qps` requests a second (bursts of `burst`),
    * non-watch requests are answered 429 with Retry-After 1, as kube-apiserver answers a request its
@@ -125,7 +125,7 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
   const open = new Set<Duplex>();
   let requests = 0;
   const targeted: Array<TargetedFault & { times: number }> = [];
-  const log: Array<{ method: string; url: string }> = [];
+  const log: Array<{ method: string; url: string; at: number }> = [];
   let interceptor: Parameters<FaultProxy['setInterceptor']>[0];
   const watchSockets = new Set<Duplex>();
   let serverLimit: { qps: number; burst: number; tokens: number; at: number } | undefined;
@@ -218,7 +218,7 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
 
   const server = https.createServer({ key: serving.keyPEM, cert: serving.certPEM }, (req, res) => {
     requests++;
-    log.push({ method: req.method ?? '', url: req.url ?? '' });
+    log.push({ method: req.method ?? '', url: req.url ?? '', at: performance.now() });
     if (log.length > 2_000) log.shift();
     const watch = /[?&]watch=(true|1)/.test(req.url ?? '');
     const write = req.method !== 'GET';
