@@ -26,6 +26,14 @@ interface APIServiceLike extends KubeObject {
   status?: { conditions?: Array<{ type: string; status: string }> };
 }
 
+/**
+ * First re-ask of an Available APIService's document that does not serve its kinds yet; doubles to the
+ * maximum. The aggregator's proxy is usually in place within a second; an aggregated server that serves a
+ * document without the kind (an older cozystack-api) is asked twice a minute, never more.
+ */
+const DOCUMENT_RETRY_MS = 500;
+const MAX_DOCUMENT_RETRY_MS = 30_000;
+
 /** CRDs per list page: each may hold megabytes of schema, and a page is parsed whole. */
 export const CRD_PAGE_SIZE = 25;
 
@@ -103,6 +111,8 @@ export class Discovery {
   /** Group versions whose document is being asked (one question at a time per group version). */
   private readonly asking = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
+  /** Re-asks of a group version whose APIService is Available but whose document does not serve its kinds yet. */
+  private readonly retries = new Map<string, { timer: NodeJS.Timeout; delayMs: number }>();
   private stopped = false;
 
   constructor(client: KubeClient, log?: Logger, onList?: () => void) {
@@ -181,6 +191,19 @@ export class Discovery {
         else this.builtin.delete(gvrKey(t.gvr));
       }
       this.recompute();
+      // kube-aggregator marks an APIService Available before its proxy for that group version is in place:
+      // the document asked at that moment is a 404 or 503. Asked again, with backoff, while it stays so.
+      const pending = apiServiceAvailable(service) && kinds.some((t) => servedAs(doc, t.gvr) === 'absent');
+      const prev = this.retries.get(gv);
+      if (prev) clearTimeout(prev.timer);
+      if (!pending) {
+        this.retries.delete(gv);
+        return;
+      }
+      const delayMs = Math.min((prev?.delayMs ?? DOCUMENT_RETRY_MS / 2) * 2, MAX_DOCUMENT_RETRY_MS);
+      const timer = setTimeout(() => void this.askGroupVersion(gv, this.apiServices.store.get(undefined, gv) as APIServiceLike | undefined), delayMs);
+      timer.unref();
+      this.retries.set(gv, { timer, delayMs });
     })().finally(() => {
       this.asking.delete(gv);
       if (this.again.delete(gv) && !this.stopped) void this.askGroupVersion(gv, this.apiServices.store.get(undefined, gv) as APIServiceLike | undefined);
@@ -199,6 +222,8 @@ export class Discovery {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const r of this.retries.values()) clearTimeout(r.timer);
+    this.retries.clear();
     await Promise.all([this.crds.stop(), this.apiServices.stop()]);
   }
 

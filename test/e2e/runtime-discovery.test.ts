@@ -79,7 +79,14 @@ test('an aggregated API registered after start is discovered when its APIService
     metadata: { name: `v1alpha1.${GROUP}` },
     spec: { group: GROUP, version: 'v1alpha1', service: { namespace: NS, name: SVC, port: 443 }, insecureSkipTLSVerify: true, groupPriorityMinimum: 1000, versionPriority: 15 },
   } as KubeObject);
-  await waitFor('the late aggregated kind to be discovered', () => discovery.installed(LATE), { timeoutMs: 60_000 });
+  let last: unknown;
+  await waitFor('the late aggregated kind to be discovered', async () => {
+    last = (await admin.get(APISERVICE, undefined, `v1alpha1.${GROUP}`))?.status;
+    return discovery.installed(LATE);
+  }, { timeoutMs: 60_000 }).catch(async (e: Error) => {
+    const doc = await admin.request('GET', `/apis/${GROUP}/v1alpha1`).catch((x: Error) => x.message);
+    throw new Error(`${e.message}; the APIService's status: ${JSON.stringify(last)}; its document: ${JSON.stringify(doc)}; APIServices held: ${JSON.stringify(discovery.apiServices.store.list().map((o) => o.metadata?.name))} synced ${discovery.apiServices.hasSynced()} lists ${discovery.apiServices.lists}`);
+  });
   assert.deepEqual(seen.filter((s) => s.gvr === 'Widget'), [{ gvr: 'Widget', installed: true }]);
   await admin.delete(APISERVICE, undefined, `v1alpha1.${GROUP}`);
   await waitFor('the kind to be withdrawn with its APIService', () => !discovery.installed(LATE), { timeoutMs: 60_000 });
