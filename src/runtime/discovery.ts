@@ -34,7 +34,11 @@ interface APIServiceLike extends KubeObject {
 const DOCUMENT_RETRY_MS = 500;
 const MAX_DOCUMENT_RETRY_MS = 30_000;
 
-/** CRDs per list page: each may hold megabytes of schema, and a page is parsed whole. */
+/**
+ * CRDs per list page: each may hold megabytes of schema, and a page is parsed whole. With 500 CRDs of
+ * 31 MiB (bench/cluster.ts crds), pages of 25 peak at 199 MiB RSS, pages of 100 at 276 MiB (one list of
+ * everything, f63458f: 295 MiB); the price is start-up time (23 s against 18 s and 13 s).
+ */
 export const CRD_PAGE_SIZE = 25;
 
 /** The name of the CRD that serves `gvr` (API conventions: <plural>.<group>). Pure. */
