@@ -1,8 +1,8 @@
 // Handoff latency: from the moment the engine marks a VM's migration Succeeded (the first of the Plan's
 // and the Migration's status to say so, seen by an admin watch) to the task's Ready=True (seen by the same
 // kind of watch), for a 1-disk and a 4-disk VM, with kube-controller-manager at its DEFAULT PV binder sync
-// period (15 s). The same controller then runs in poll-only mode (the anchor: no wake-ups from Forklift
-// objects or claims, every requeue 20 s) in the same environment. Prints both and their ratio; writes
+// period (15 s). The anchor then runs in the same environment: f63458f in its poll-only mode
+// (POLL_ANCHOR_REF in bench/lib.ts; no wake-ups from Forklift objects or claims, every requeue 20 s). Prints both and their ratio; writes
 // bench/results/latency.json.
 //
 // With --baseline <git ref>, that ref's watching controller is measured too, in the same environment,

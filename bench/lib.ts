@@ -444,9 +444,18 @@ export async function watchKind(c: KubeClient, gvr: GVR, on: (obj: KubeObject, a
 
 // ---------------------------------------------------------------- the controller as a child process
 
+/**
+ * The poll-only anchor (a controller woken by nothing but its own timers, as the Go controller it stands
+ * for): the product no longer carries that mode, so the anchor runs the last commit that had it.
+ */
+export const POLL_ANCHOR_REF = 'f63458f';
+
 export interface ControllerOptions {
+  /** Run the poll-only anchor (POLL_ANCHOR_REF, unless `ref` names another commit that has the mode). */
   pollOnly?: boolean;
   pollIntervalMs?: number;
+  /** More flags for the controller (a knob of the current code; a baseline may not know it). */
+  extraArgs?: string[];
   workers?: number;
   /** Without a VDDK image sources stop at VDDKNotConfigured (cheap; start-up/idle benchmarks). */
   vddk?: boolean;
@@ -488,13 +497,14 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
   // as the chart's release namespace does; without it no source can connect.
   await createNamespace(env.admin, DEFAULT_CONTROLLER_NAMESPACE);
   const [hp, mp] = [await freePort(), await freePort()];
+  const ref = o.ref ?? (o.pollOnly ? POLL_ANCHOR_REF : process.env.BENCH_CONTROLLER_REF);
   const args = [
     // Profiling the controller under a benchmark: BENCH_CONTROLLER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'
     // (Node writes the profile when the controller exits on the benchmark's SIGTERM).
     ...(o.nodeArgs ?? []),
     ...(process.env.BENCH_CONTROLLER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
     // The controller of another git ref (side-by-side figures): BENCH_CONTROLLER_REF=main.
-    (o.ref ?? process.env.BENCH_CONTROLLER_REF) ? join(sourceOfRef((o.ref ?? process.env.BENCH_CONTROLLER_REF)!), 'src/main.ts') : join(REPO_ROOT, 'src/main.ts'),
+    ref ? join(sourceOfRef(ref), 'src/main.ts') : join(REPO_ROOT, 'src/main.ts'),
     '--kubeconfig', o.kubeconfigPath ?? env.cp.info.controller.kubeconfigPath,
     ...(o.leaderElection ? ['--leader-elect', '--lease-namespace', o.leaderElection.namespace, '--lease-name', o.leaderElection.name] : ['--leader-elect=false']),
     '--health-port', String(hp),
@@ -507,6 +517,7 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
   if (o.vddk !== false) args.push('--vddk-image', VDDK_IMAGE);
   if (env.sim) args.push('--inventory-url', env.sim.inventory.url);
   if (o.pollOnly) args.push('--poll-only', '--poll-interval-ms', String(o.pollIntervalMs ?? 20_000));
+  args.push(...(o.extraArgs ?? []));
   const logPath = join(env.cp.info.logsDir, `controller-${++ctlSeq}.log`);
   const out = createWriteStream(logPath);
   const spawnedAt = Date.now();

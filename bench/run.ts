@@ -40,6 +40,9 @@ const all: Bench[] = [
   // Downtime of the same VM imported cold and warm at the same simulated disk speed, side by side.
   { name: 'downtime', file: 'bench/downtime.ts', flags: [...common, ...pass('repeats')] },
   // Pure CPU, no control plane: the informer store's lists, side by side with main's (or --baseline's).
+  // A real cluster's shape: 500 CRDs installed, 429s from API Priority and Fairness, watches told "too
+  // large resource version"; side by side with --baseline (default f63458f).
+  { name: 'cluster', file: 'bench/cluster.ts', flags: [...common, ...pass('baseline', 'crds', 'repeats', 'tasks', 'server-qps', 'fault-seconds')] },
   { name: 'cache-index', file: 'bench/cache-index.ts', flags: [...(quick ? ['--quick', '--sizes', '50,200', '--rounds', '1'] : []), ...pass('baseline')] },
   // Pure CPU, no control plane: a 200-VM, 3-tenant campaign through the transfer budget, simulated.
   { name: 'campaign', file: 'bench/campaign.ts', flags: [...(quick ? ['--quick'] : []), ...pass('seed')] },

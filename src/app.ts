@@ -10,6 +10,7 @@ import { kubernetesMetricsAuthorizer } from './telemetry/metrics-auth.ts';
 import { replicaReady, startHealthServer, type HealthServer } from './runtime/health.ts';
 import { startControllerWebhook, type ControllerWebhook } from './webhook/run.ts';
 import { KubeClient } from './runtime/kube.ts';
+import { TokenBucket } from './runtime/ratelimit.ts';
 import { SecretKeyring, type KeyringSource } from './credentials/keyring.ts';
 import { LeaderElector, RENEW_DEADLINE_MS, defaultIdentity } from './runtime/leader.ts';
 import { Manager } from './runtime/manager.ts';
@@ -68,11 +69,15 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   };
   // Three clients: the reconcilers' (fenced by the lease: it writes only while this replica surely leads),
   // the lease's own (its renewals bounded by the renew deadline), and the webhook's (served by every replica).
-  const client = new KubeClient(kc, clientOpts);
+  // The reconcilers and the webhook each have their own client-side limit (cfg.kubeAPIQPS/kubeAPIBurst),
+  // so a campaign's reconciles cannot starve admission reviews; the lease's renewals have none: a renewal
+  // held behind a queue of reconciles would lose the lease.
+  const limited = (name: string) => ({ limiter: new TokenBucket(cfg.kubeAPIQPS, cfg.kubeAPIBurst), onThrottled: (ms: number) => metrics.rateLimiterWait.observe({ client: name }, ms / 1000) });
+  const client = new KubeClient(kc, { ...clientOpts, ...limited('reconcilers') });
   const leaseClient = new KubeClient(kc, { ...clientOpts, timeoutMs: opts.renewDeadlineMs ?? RENEW_DEADLINE_MS });
-  const webhookClient = new KubeClient(kc, clientOpts);
+  const webhookClient = new KubeClient(kc, { ...clientOpts, ...limited('webhook') });
   const events = new KubeEventRecorder(client, 'migration-controller', log.child({ component: 'events' }));
-  const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, pollOnly: cfg.pollOnly, pollIntervalMs: cfg.pollIntervalMs, watchLiveness: opts.watchLiveness, cacheSweepMs: opts.cacheSweepMs });
+  const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, watchLiveness: opts.watchLiveness, cacheSweepMs: opts.cacheSweepMs });
   // The credentials keyring serves the webhook too (every replica): it uses the unfenced client.
   const keyring = opts.keyring ?? new SecretKeyring({ client: webhookClient, namespace: cfg.podNamespace, name: cfg.credentialsKeySecret });
   metrics.cacheSizes = () => manager.cacheSizes();

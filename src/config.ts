@@ -1,5 +1,8 @@
-// Controller configuration from flags and environment (flags win). Pure: parseConfig never touches the
-// network or the file system.
+// Controller configuration from flags and environment (flags win), parsed with node:util parseArgs. Every
+// knob the controller has is a field of ControllerConfig and a row of KNOBS (its flag, its environment
+// variable, its default, its help line); docs/operations.md documents each one and a unit test holds the
+// two together. Pure: parseConfig never touches the network or the file system.
+import { parseArgs } from 'node:util';
 import { parseEgressPolicy, type EgressPolicy } from './preflight/egress.ts';
 
 export interface ControllerConfig {
@@ -56,12 +59,14 @@ export interface ControllerConfig {
   /** Workers per reconciler. */
   workers: number;
   /**
-   * Benchmark baseline only (the polling anchor): changes of secondary kinds (Forklift objects, claims…)
-   * wake no reconcile, and every requeue is stretched to pollIntervalMs. Never for production.
+   * Client-side rate limit of the reconcilers' (and, separately, the webhook's) requests to the API server:
+   * a token bucket refilled at kubeAPIQPS per second holding at most kubeAPIBurst (client-go's QPS/Burst,
+   * src/runtime/ratelimit.ts). The lease's renewals are not limited.
    */
-  pollOnly: boolean;
-  /** Requeue period in poll-only mode (the anchor polls every 20 s while a transfer runs). */
-  pollIntervalMs: number;
+  kubeAPIQPS: number;
+  kubeAPIBurst: number;
+  /** How long a VM's transfer may make no progress before the VM is reported Stalled. */
+  taskStallAfterSeconds: number;
   /**
    * The platform allows tasks with spec.guestConversion (chart value guestConversion.enabled): the
    * administrator states that every node carries the seccomp profile virt-v2v's libguestfs needs to
@@ -75,32 +80,70 @@ export const INVENTORY_CA_SECRET = 'forklift-inventory-serving-cert';
 export const DEFAULT_LEASE_NAME = 'migration-controller-leader';
 /** Cozystack's namespace for this controller. */
 export const DEFAULT_CONTROLLER_NAMESPACE = 'cozy-migration-controller';
+/**
+ * Client-side limit: Cozystack's own controller for these kinds sets 50/100 (client-go's 5/10 and
+ * controller-runtime's 20/30 are sized for controllers of a handful of objects). Unlimited, a campaign of
+ * 2,000 tasks relisting and reconciling at once saturated kube-apiserver; 50/s is above what the
+ * 800-task benchmark needs at its peak, so the limit shapes bursts without slowing a normal campaign.
+ */
+export const DEFAULT_KUBE_API_QPS = 50;
+export const DEFAULT_KUBE_API_BURST = 100;
+/** Ten minutes without progress: longer than Forklift's slowest quiet phase (a warm migration's wait between precopies). */
+export const DEFAULT_TASK_STALL_AFTER_SECONDS = 600;
 
 export function defaultInventoryURL(forkliftNamespace: string): string {
   return `https://forklift-inventory.${forkliftNamespace}.svc:8443`;
 }
 
-const USAGE = `migration-controller [flags]
-  --kubeconfig <path>          kubeconfig (default: $KUBECONFIG, else in-cluster)
-  --namespace <ns>             watch one namespace ('' = all; env WATCH_NAMESPACE)
-  --leader-elect[=true|false]  leader election (default: true in-cluster, false with a kubeconfig)
-  --lease-name <name>          Lease name (default ${DEFAULT_LEASE_NAME})
-  --lease-namespace <ns>       Lease namespace (default: $POD_NAMESPACE, else the forklift namespace)
-  --vddk-image <ref>           VDDK init image (env VDDK_IMAGE; empty = not configured)
-  --forklift-namespace <ns>    Forklift's namespace (default ${DEFAULT_FORKLIFT_NAMESPACE})
-  --inventory-url <url>        Forklift inventory URL (default https://forklift-inventory.<ns>.svc:8443)
-  --service-cidr <cidr>        Service CIDR override
-  --health-port <n>            health probes (default 8081)
-  --metrics-port <n>           metrics (default 8080)
-  --webhook-port <n>           admission webhook (default 9443)
-  --webhook-mode <mode>        selfManaged|certManager|local|off (env WEBHOOK_CERT_MODE; default selfManaged
-                               in-cluster, off with a kubeconfig)
-  --log-level <level>          trace|debug|info|warn|error (default info)
-  --workers <n>                workers per controller (default 4)
-  --poll-only[=true|false]     benchmark baseline: no wake-ups from secondary kinds, fixed requeue (default false)
-  --poll-interval-ms <n>       requeue period in poll-only mode (default 20000)
-  --guest-conversion[=true|false]  allow tasks with spec.guestConversion (env GUEST_CONVERSION_ENABLED;
-                               default false: the nodes must carry the seccomp profile libguestfs/passt needs)`;
+/** One knob: its flag (parseArgs option), its environment variable, its default in words, its help line. */
+export interface Knob {
+  flag: string;
+  type: 'string' | 'boolean';
+  env?: string;
+  default: string;
+  help: string;
+}
+
+export const KNOBS: readonly Knob[] = [
+  { flag: 'kubeconfig', type: 'string', env: 'KUBECONFIG', default: 'in-cluster', help: 'kubeconfig path' },
+  { flag: 'namespace', type: 'string', env: 'WATCH_NAMESPACE', default: "'' (all namespaces)", help: 'watch one namespace' },
+  { flag: 'leader-elect', type: 'boolean', env: 'LEADER_ELECT', default: 'true in-cluster, false with a kubeconfig', help: 'leader election over a Lease' },
+  { flag: 'lease-name', type: 'string', env: 'LEASE_NAME', default: DEFAULT_LEASE_NAME, help: 'Lease name' },
+  { flag: 'lease-namespace', type: 'string', env: 'LEASE_NAMESPACE', default: '$POD_NAMESPACE, else the Forklift namespace', help: 'Lease namespace' },
+  { flag: 'pod-namespace', type: 'string', env: 'POD_NAMESPACE', default: DEFAULT_CONTROLLER_NAMESPACE, help: 'namespace the controller runs in (webhook Secret, key ring, Service-CIDR probe)' },
+  { flag: 'vddk-image', type: 'string', env: 'VDDK_IMAGE', default: "'' (sources report VDDKNotConfigured)", help: 'VDDK init image' },
+  { flag: 'forklift-namespace', type: 'string', env: 'FORKLIFT_NAMESPACE', default: DEFAULT_FORKLIFT_NAMESPACE, help: "Forklift's namespace" },
+  { flag: 'inventory-url', type: 'string', env: 'INVENTORY_URL', default: 'https://forklift-inventory.<forklift namespace>.svc:8443', help: 'Forklift inventory URL' },
+  { flag: 'inventory-ca-secret', type: 'string', env: 'INVENTORY_CA_SECRET', default: INVENTORY_CA_SECRET, help: "Secret in the Forklift namespace with the inventory's serving CA (ca.crt)" },
+  { flag: 'service-cidr', type: 'string', env: 'SERVICE_CIDR', default: 'discovered', help: 'Service CIDR override' },
+  { flag: 'health-port', type: 'string', env: 'HEALTH_PORT', default: '8081', help: 'health probes port (0 = any)' },
+  { flag: 'metrics-port', type: 'string', env: 'METRICS_PORT', default: '8080', help: 'metrics port (0 = any; = health port: one listener)' },
+  { flag: 'metrics-auth', type: 'string', env: 'METRICS_AUTH', default: 'none', help: 'none | kubernetes (scrapers authenticated by TokenReview and authorised by SubjectAccessReview)' },
+  { flag: 'webhook-port', type: 'string', env: 'WEBHOOK_PORT', default: '9443', help: 'admission webhook port' },
+  { flag: 'webhook-mode', type: 'string', env: 'WEBHOOK_CERT_MODE', default: 'selfManaged in-cluster, off with a kubeconfig', help: 'selfManaged | certManager | local | off' },
+  { flag: 'webhook-secret-name', type: 'string', env: 'WEBHOOK_SECRET_NAME', default: 'migration-controller-webhook-tls', help: "Secret of the webhook's serving certificate" },
+  { flag: 'webhook-service-name', type: 'string', env: 'WEBHOOK_SERVICE_NAME', default: 'migration-controller-webhook', help: "the webhook's Service" },
+  { flag: 'webhook-validating-configuration', type: 'string', env: 'WEBHOOK_VALIDATING_CONFIGURATION', default: 'migration-controller-validating', help: 'ValidatingWebhookConfiguration to inject the CA into' },
+  { flag: 'webhook-mutating-configuration', type: 'string', env: 'WEBHOOK_MUTATING_CONFIGURATION', default: 'migration-controller-early', help: 'MutatingWebhookConfiguration to inject the CA into' },
+  { flag: 'webhook-cert-dir', type: 'string', env: 'WEBHOOK_CERT_DIR', default: '/etc/migration-controller/webhook-tls', help: 'certificate directory (certManager mode)' },
+  { flag: 'webhook-client-ca-file', type: 'string', env: 'WEBHOOK_CLIENT_CA_FILE', default: "'' (callers not authenticated)", help: "CA bundle of the API server's webhook client certificate; set, every review needs that certificate" },
+  { flag: 'webhook-client-names', type: 'string', env: 'WEBHOOK_CLIENT_NAMES', default: "'' (any name the CA signed)", help: 'accepted common names / DNS names of that client certificate (comma-separated)' },
+  { flag: 'credentials-key-secret', type: 'string', env: 'CREDENTIALS_KEY_SECRET', default: 'migration-controller-credentials-key', help: 'Secret of the key ring sealing inline passwords' },
+  { flag: 'egress-allowed-networks', type: 'string', env: 'EGRESS_ALLOWED_NETWORKS', default: "'' (any)", help: 'CIDRs sources may point into (comma-separated)' },
+  { flag: 'egress-denied-networks', type: 'string', env: 'EGRESS_DENIED_NETWORKS', default: "''", help: 'CIDRs sources may not point into' },
+  { flag: 'egress-denied-names', type: 'string', env: 'EGRESS_DENIED_NAMES', default: "''", help: 'host names (or *.suffix) sources may not name' },
+  { flag: 'log-level', type: 'string', env: 'LOG_LEVEL', default: 'info', help: 'trace | debug | info | warn | error' },
+  { flag: 'workers', type: 'string', env: 'WORKERS', default: '4', help: 'workers per reconciler (1-256)' },
+  { flag: 'kube-api-qps', type: 'string', env: 'KUBE_API_QPS', default: String(DEFAULT_KUBE_API_QPS), help: 'client-side request rate to the API server (requests/s)' },
+  { flag: 'kube-api-burst', type: 'string', env: 'KUBE_API_BURST', default: String(DEFAULT_KUBE_API_BURST), help: 'client-side burst above that rate (requests)' },
+  { flag: 'task-stall-after-seconds', type: 'string', env: 'MC_TASK_STALL_AFTER_SECONDS', default: String(DEFAULT_TASK_STALL_AFTER_SECONDS), help: 'a transfer without progress this long is reported Stalled' },
+  { flag: 'guest-conversion', type: 'boolean', env: 'GUEST_CONVERSION_ENABLED', default: 'false', help: 'allow tasks with spec.guestConversion (the nodes carry the seccomp profile libguestfs/passt needs)' },
+];
+
+export const USAGE = `migration-controller [flags]   (each flag also reads the environment variable named; the flag wins)\n${KNOBS.map((k) => {
+  const name = k.type === 'boolean' ? `--${k.flag}[=true|false]` : `--${k.flag} <value>`;
+  return `  ${name.padEnd(44)}${k.help} (default ${k.default}${k.env ? `; env ${k.env}` : ''})`;
+}).join('\n')}\n  --help`;
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -112,107 +155,139 @@ export class ConfigError extends Error {
 function parseBool(v: string, flag: string): boolean {
   if (/^(true|1|yes)$/i.test(v)) return true;
   if (/^(false|0|no)$/i.test(v)) return false;
-  throw new ConfigError(`${flag}: not a boolean: ${v}`);
+  throw new ConfigError(`--${flag}: not a boolean: ${v}`);
 }
 
-function parsePort(v: string, flag: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${flag}: not a port: ${v}`);
+function parseInteger(v: string, flag: string, min: number, max: number, what: string): number {
+  const n = /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(`--${flag}: not ${what} between ${min} and ${max}: ${v}`);
   return n;
 }
 
-const BOOL_FLAGS = new Set(['leader-elect', 'poll-only', 'guest-conversion']);
+function parseRate(v: string, flag: string): number {
+  const n = /^\d+(\.\d+)?$/.test(v.trim()) ? Number(v) : NaN;
+  // Below 0.1/s a reconcile pass of a multi-VM task (dozens of requests) would take minutes.
+  if (!Number.isFinite(n) || n < 0.1 || n > 100_000) throw new ConfigError(`--${flag}: not a rate between 0.1 and 100000 requests/s: ${v}`);
+  return n;
+}
+
+const BOOLEAN_FLAGS: ReadonlySet<string> = new Set(KNOBS.filter((k) => k.type === 'boolean').map((k) => k.flag));
+
+/**
+ * parseArgs takes a boolean as `--x` or `--no-x`; the chart and existing invocations also write
+ * `--x=true|false`, which become the form parseArgs takes (a value that is not a boolean is refused).
+ */
+function booleanForms(argv: readonly string[]): string[] {
+  return argv.map((a) => {
+    const m = /^--([a-z-]+)=(.*)$/s.exec(a);
+    if (!m || !BOOLEAN_FLAGS.has(m[1]!)) return a;
+    return parseBool(m[2]!, m[1]!) ? `--${m[1]}` : `--no-${m[1]}`;
+  });
+}
 
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerConfig {
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--help' || a === '-h') throw new ConfigError('usage');
-    if (!a.startsWith('--')) throw new ConfigError(`unexpected argument: ${a}`);
-    const eq = a.indexOf('=');
-    const name = eq >= 0 ? a.slice(2, eq) : a.slice(2);
-    let value: string;
-    if (eq >= 0) value = a.slice(eq + 1);
-    else if (BOOL_FLAGS.has(name) && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'))) value = 'true';
-    else {
-      const next = argv[i + 1];
-      if (next === undefined) throw new ConfigError(`--${name} needs a value`);
-      value = next;
-      i++;
-    }
-    flags.set(name, value);
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: booleanForms(argv),
+      options: { ...Object.fromEntries(KNOBS.map((k) => [k.flag, { type: k.type }])), help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+      allowNegative: true,
+    }));
+  } catch (e) {
+    if (e instanceof ConfigError) throw e;
+    const err = e as Error & { code?: string };
+    // parseArgs's own words, with the flag named as the usage names it.
+    if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new ConfigError(`unknown flag ${/'([^']+)'/.exec(err.message)?.[1] ?? err.message}`);
+    throw new ConfigError(err.message);
   }
-  const known = ['kubeconfig', 'namespace', 'leader-elect', 'lease-name', 'lease-namespace', 'vddk-image', 'forklift-namespace', 'inventory-url', 'service-cidr', 'health-port', 'metrics-port', 'webhook-port', 'webhook-mode', 'log-level', 'workers', 'poll-only', 'poll-interval-ms', 'guest-conversion'];
-  for (const k of flags.keys()) if (!known.includes(k)) throw new ConfigError(`unknown flag --${k}`);
+  if (values.help) throw new ConfigError('usage');
+  const knob = (flag: string): Knob => KNOBS.find((k) => k.flag === flag)!;
+  /** The flag's value, else its environment variable's (undefined when neither is set). */
+  const get = (flag: string): string | undefined => {
+    const v = values[flag];
+    if (typeof v === 'string') return v;
+    if (typeof v === 'boolean') return String(v);
+    const e = knob(flag).env;
+    return e ? env[e] : undefined;
+  };
+  const bool = (flag: string, dflt: boolean): boolean => {
+    const v = get(flag);
+    return v === undefined || v === '' ? dflt : parseBool(v, flag);
+  };
+  const port = (flag: string, dflt: number): number => {
+    const v = get(flag);
+    return v === undefined ? dflt : parseInteger(v, flag, 0, 65535, 'a port');
+  };
 
-  const get = (flag: string, envName: string | undefined): string | undefined => flags.get(flag) ?? (envName ? env[envName] : undefined);
-  const kubeconfig = get('kubeconfig', 'KUBECONFIG') || undefined;
+  const kubeconfig = get('kubeconfig') || undefined;
   const inCluster = !kubeconfig && !!env.KUBERNETES_SERVICE_HOST;
   if (!kubeconfig && !inCluster) throw new ConfigError('no --kubeconfig and not running in a cluster (KUBERNETES_SERVICE_HOST unset)');
-  const forkliftNamespace = get('forklift-namespace', 'FORKLIFT_NAMESPACE') || DEFAULT_FORKLIFT_NAMESPACE;
-  const le = get('leader-elect', 'LEADER_ELECT');
-  const workersRaw = get('workers', 'WORKERS');
-  const workers = workersRaw === undefined ? 4 : Number(workersRaw);
-  if (!Number.isInteger(workers) || workers < 1 || workers > 256) throw new ConfigError(`--workers: not a count between 1 and 256: ${workersRaw}`);
-  const pollRaw = flags.get('poll-interval-ms');
-  const pollIntervalMs = pollRaw === undefined ? 20_000 : Number(pollRaw);
-  if (!Number.isInteger(pollIntervalMs) || pollIntervalMs < 1) throw new ConfigError(`--poll-interval-ms: not a positive number of milliseconds: ${pollRaw}`);
-  const pollOnly = flags.has('poll-only') ? parseBool(flags.get('poll-only')!, '--poll-only') : false;
-  const gc = get('guest-conversion', 'GUEST_CONVERSION_ENABLED');
-  const guestConversion = gc === undefined || gc === '' ? false : parseBool(gc, '--guest-conversion');
-  const logLevel = get('log-level', 'LOG_LEVEL') || 'info';
+  const forkliftNamespace = get('forklift-namespace') || DEFAULT_FORKLIFT_NAMESPACE;
+  const workersRaw = get('workers');
+  const workers = workersRaw === undefined ? 4 : parseInteger(workersRaw, 'workers', 1, 256, 'a count');
+  const logLevel = get('log-level') || 'info';
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) throw new ConfigError(`--log-level: unknown level ${logLevel}`);
-  const inventoryURL = get('inventory-url', 'INVENTORY_URL') || defaultInventoryURL(forkliftNamespace);
+  const inventoryURL = get('inventory-url') || defaultInventoryURL(forkliftNamespace);
   try {
     new URL(inventoryURL);
   } catch {
     throw new ConfigError(`--inventory-url: not a URL: ${inventoryURL}`);
   }
-  const webhookMode = get('webhook-mode', 'WEBHOOK_CERT_MODE') || (inCluster ? 'selfManaged' : 'off');
+  const webhookMode = get('webhook-mode') || (inCluster ? 'selfManaged' : 'off');
   if (!['selfManaged', 'certManager', 'local', 'off'].includes(webhookMode)) throw new ConfigError(`--webhook-mode: unknown mode ${webhookMode}`);
-  const podNamespace = env.POD_NAMESPACE || DEFAULT_CONTROLLER_NAMESPACE;
+  const podNamespace = get('pod-namespace') || DEFAULT_CONTROLLER_NAMESPACE;
   let egress: EgressPolicy;
   try {
-    egress = parseEgressPolicy({ allowed: env.EGRESS_ALLOWED_NETWORKS, denied: env.EGRESS_DENIED_NETWORKS, deniedNames: env.EGRESS_DENIED_NAMES });
+    egress = parseEgressPolicy({ allowed: get('egress-allowed-networks'), denied: get('egress-denied-networks'), deniedNames: get('egress-denied-names') });
   } catch (e) {
     throw new ConfigError(`egress policy: ${(e as Error).message}`);
   }
+  const qpsRaw = get('kube-api-qps');
+  const kubeAPIQPS = qpsRaw === undefined || qpsRaw === '' ? DEFAULT_KUBE_API_QPS : parseRate(qpsRaw, 'kube-api-qps');
+  const burstRaw = get('kube-api-burst');
+  const kubeAPIBurst = burstRaw === undefined || burstRaw === '' ? DEFAULT_KUBE_API_BURST : parseInteger(burstRaw, 'kube-api-burst', 1, 100_000, 'a count');
+  const stallRaw = get('task-stall-after-seconds');
+  // At least a second: a stall bound of 0 would report every VM Stalled between two progress writes.
+  const taskStallAfterSeconds = stallRaw === undefined || stallRaw === '' ? DEFAULT_TASK_STALL_AFTER_SECONDS : parseInteger(stallRaw, 'task-stall-after-seconds', 1, 7 * 24 * 3600, 'a number of seconds');
   return {
     kubeconfig,
-    namespace: get('namespace', 'WATCH_NAMESPACE') ?? '',
-    leaderElect: le === undefined ? inCluster : parseBool(le, '--leader-elect'),
-    leaseName: get('lease-name', 'LEASE_NAME') || DEFAULT_LEASE_NAME,
-    leaseNamespace: get('lease-namespace', 'LEASE_NAMESPACE') || env.POD_NAMESPACE || forkliftNamespace,
-    vddkImage: (get('vddk-image', 'VDDK_IMAGE') ?? '').trim(),
+    namespace: get('namespace') ?? '',
+    leaderElect: bool('leader-elect', inCluster),
+    leaseName: get('lease-name') || DEFAULT_LEASE_NAME,
+    leaseNamespace: get('lease-namespace') || env.POD_NAMESPACE || forkliftNamespace,
+    vddkImage: (get('vddk-image') ?? '').trim(),
     forkliftNamespace,
     inventoryURL,
-    inventoryCASecret: INVENTORY_CA_SECRET,
-    serviceCIDR: get('service-cidr', 'SERVICE_CIDR') || undefined,
-    healthPort: parsePort(get('health-port', 'HEALTH_PORT') ?? '8081', '--health-port'),
-    metricsPort: parsePort(get('metrics-port', 'METRICS_PORT') ?? '8080', '--metrics-port'),
-    metricsAuth: parseMetricsAuth(env.METRICS_AUTH),
-    webhookPort: parsePort(get('webhook-port', 'WEBHOOK_PORT') ?? '9443', '--webhook-port'),
+    inventoryCASecret: get('inventory-ca-secret') || INVENTORY_CA_SECRET,
+    serviceCIDR: get('service-cidr') || undefined,
+    healthPort: port('health-port', 8081),
+    metricsPort: port('metrics-port', 8080),
+    metricsAuth: parseMetricsAuth(get('metrics-auth')),
+    webhookPort: port('webhook-port', 9443),
     webhookMode: webhookMode as ControllerConfig['webhookMode'],
-    webhookSecretName: env.WEBHOOK_SECRET_NAME || 'migration-controller-webhook-tls',
-    webhookServiceName: env.WEBHOOK_SERVICE_NAME || 'migration-controller-webhook',
-    webhookValidatingConfiguration: env.WEBHOOK_VALIDATING_CONFIGURATION || 'migration-controller-validating',
-    webhookMutatingConfiguration: env.WEBHOOK_MUTATING_CONFIGURATION || 'migration-controller-early',
-    webhookCertDir: env.WEBHOOK_CERT_DIR || '/etc/migration-controller/webhook-tls',
-    ...(env.WEBHOOK_CLIENT_CA_FILE ? { webhookClientCAFile: env.WEBHOOK_CLIENT_CA_FILE } : {}),
-    webhookClientNames: (env.WEBHOOK_CLIENT_NAMES ?? '').split(/[\s,]+/).filter(Boolean),
-    credentialsKeySecret: env.CREDENTIALS_KEY_SECRET || 'migration-controller-credentials-key',
+    webhookSecretName: get('webhook-secret-name') || 'migration-controller-webhook-tls',
+    webhookServiceName: get('webhook-service-name') || 'migration-controller-webhook',
+    webhookValidatingConfiguration: get('webhook-validating-configuration') || 'migration-controller-validating',
+    webhookMutatingConfiguration: get('webhook-mutating-configuration') || 'migration-controller-early',
+    webhookCertDir: get('webhook-cert-dir') || '/etc/migration-controller/webhook-tls',
+    ...(get('webhook-client-ca-file') ? { webhookClientCAFile: get('webhook-client-ca-file')! } : {}),
+    webhookClientNames: (get('webhook-client-names') ?? '').split(/[\s,]+/).filter(Boolean),
+    credentialsKeySecret: get('credentials-key-secret') || 'migration-controller-credentials-key',
     egress,
     podNamespace,
     logLevel,
     workers,
-    pollOnly,
-    pollIntervalMs,
-    guestConversion,
+    kubeAPIQPS,
+    kubeAPIBurst,
+    taskStallAfterSeconds,
+    guestConversion: bool('guest-conversion', false),
   };
 }
 
 function parseMetricsAuth(v: string | undefined): 'none' | 'kubernetes' {
   if (v === undefined || v === '' || v === 'none') return 'none';
   if (v === 'kubernetes') return 'kubernetes';
-  throw new ConfigError(`METRICS_AUTH: unknown mode ${v} (none or kubernetes)`);
+  throw new ConfigError(`--metrics-auth: unknown mode ${v} (none or kubernetes)`);
 }

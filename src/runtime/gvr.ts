@@ -35,6 +35,7 @@ export const GVRs = {
   StorageClass: g('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
   Lease: g('coordination.k8s.io', 'v1', 'leases', 'Lease'),
   CustomResourceDefinition: g('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
+  APIService: g('apiregistration.k8s.io', 'v1', 'apiservices', 'APIService', false),
   ServiceCIDR: g('networking.k8s.io', 'v1', 'servicecidrs', 'ServiceCIDR', false, true),
   // Forklift (docs/forklift-contract.md)
   Provider: g('forklift.konveyor.io', 'v1beta1', 'providers', 'Provider', true, true),

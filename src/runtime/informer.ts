@@ -1,11 +1,15 @@
 // List+watch of one kind into a local store. Handlers only enqueue; reconcilers read the store.
 // - resumes the watch from the last resourceVersion (bookmarks keep it fresh on quiet kinds);
-// - relists on 410 Gone (the resourceVersion was compacted away), emitting the differences as events so
-//   no change made while disconnected is lost;
+// - relists on every watch error but the retriable ones (a connection refused or broken, 429), emitting
+//   the differences as events so no change made while disconnected is lost;
+// - lists as client-go's reflector does (k8s.io/client-go tools/cache/reflector.go, relistResourceVersion):
+//   the first list from the watch cache (resourceVersion=0), a relist not older than the last version seen,
+//   and — once a resourceVersion is expired or too large (an etcd restored from a backup, an HA API server
+//   behind the others) — a consistent read (resourceVersion="") that re-anchors the informer;
 // - restarts with exponential backoff on errors and disconnects (API server restart, network).
 import type { Logger } from 'pino';
 import type { GVR } from './gvr.ts';
-import { isGone, type KubeClient, type KubeObject } from './kube.ts';
+import { ApiError, DeadlineError, isExpired, isTooLargeResourceVersion, isTooManyRequests, type KubeClient, type KubeObject } from './kube.ts';
 import type { Cache } from './reconciler.ts';
 import { IndexedMap } from './indexer.ts';
 
@@ -28,6 +32,51 @@ export interface InformerOptions {
   liveness?: WatchLiveness;
   /** Which objects the store holds (Watch.keep); the others' changes are still emitted. */
   keep?: (obj: KubeObject) => boolean;
+  /**
+   * What the store holds of an object (client-go's SetTransform): applied on arrival, before handlers see
+   * it. Discovery keeps a few fields of a CustomResourceDefinition instead of its schema.
+   */
+  transform?: (obj: KubeObject) => KubeObject;
+  /**
+   * Lists in pages of this size with consistent reads instead of from the watch cache (which answers a
+   * list at once, whole): for a kind whose objects are large (CustomResourceDefinitions, up to megabytes
+   * of schema each), a whole list parsed at once is the peak of the process's memory.
+   */
+  pageSize?: number;
+}
+
+/** Where the informer stands for its next list (client-go's lastSyncResourceVersion and isLastSyncResourceVersionUnavailable). */
+export interface ListPosition {
+  /** The last resourceVersion listed or watched; undefined before the first list. */
+  lastSyncResourceVersion: string | undefined;
+  /** A list or watch at lastSyncResourceVersion failed as expired or too large. */
+  unavailable: boolean;
+}
+
+/**
+ * The resourceVersion of the next list (client-go's relistResourceVersion). Pure:
+ * - the position is unavailable: '' — a consistent read from etcd, the only list certain to succeed;
+ * - never listed: '0' — the watch cache answers, sparing etcd the full read (a restart of every
+ *   replica, or of the API server under every informer, otherwise costs one quorum read per kind);
+ * - else the last version: the watch cache answers with data at least that fresh, never going back in time.
+ */
+export function relistResourceVersion(p: ListPosition): string {
+  if (p.unavailable) return '';
+  return p.lastSyncResourceVersion ?? '0';
+}
+
+/**
+ * What a watch that failed with `e` calls for (client-go's ListAndWatch and isWatchErrorRetriable): a
+ * connection refused or broken, or a 429, is retried from the same resourceVersion after a backoff (the API
+ * server is restarting or shedding load; a relist would only add to it); an expired resourceVersion is
+ * relisted at once; anything else (a resourceVersion too large, a 5xx, a Status the stream ended with) is
+ * relisted after a backoff — retrying the same resourceVersion forever would never recover. Pure.
+ */
+export function afterWatchError(e: unknown): 'rewatch' | 'relist-now' | 'relist' {
+  if (isExpired(e)) return 'relist-now';
+  if (e instanceof ApiError && e.code === 0 && !(e instanceof DeadlineError)) return 'rewatch';
+  if (isTooManyRequests(e)) return 'rewatch';
+  return 'relist';
 }
 
 export interface WatchLiveness {
@@ -145,6 +194,9 @@ export class Informer {
   staleWatches = 0;
   /** Objects dropped from the store because `keep` no longer wanted them. */
   dropped = 0;
+  /** The resourceVersion of every list, in order (the last few: tests and logs see the fallbacks). */
+  readonly listedAt: string[] = [];
+  private unavailable = false;
 
   constructor(client: KubeClient, gvr: GVR, opts: InformerOptions = {}) {
     this.client = client;
@@ -194,7 +246,17 @@ export class Informer {
   }
 
   private async relist(): Promise<void> {
-    const list = await this.client.listAll<KubeObject>(this.gvr, this.opts.namespace || undefined, { labelSelector: this.opts.labelSelector });
+    const resourceVersion = this.opts.pageSize ? '' : relistResourceVersion({ lastSyncResourceVersion: this.rv, unavailable: this.unavailable });
+    this.listedAt.push(resourceVersion);
+    if (this.listedAt.length > 16) this.listedAt.shift();
+    const list = await this.client.listAll<KubeObject>(this.gvr, this.opts.namespace || undefined, {
+      labelSelector: this.opts.labelSelector,
+      resourceVersion,
+      pageSize: this.opts.pageSize,
+      // Applied page by page, so a page's full objects can be collected before the next one arrives.
+      transform: this.opts.transform ? (o) => this.opts.transform!(stripForCache(o)) : undefined,
+    });
+    this.unavailable = false;
     this.lists++;
     this.opts.onList?.();
     const seen = new Set<string>();
@@ -227,12 +289,13 @@ export class Informer {
     }
   }
 
-  private onEvent(type: string, o: KubeObject): void {
-    const rv = o.metadata?.resourceVersion;
+  private onEvent(type: string, raw: KubeObject): void {
+    const rv = raw.metadata?.resourceVersion;
     if (type === 'BOOKMARK') {
       if (rv) this.rv = rv;
       return;
     }
+    const o = this.opts.transform ? this.opts.transform(stripForCache(raw)) : raw;
     const k = objKey(o);
     const old = this.store.items.get(k);
     if ((type === 'ADDED' || type === 'MODIFIED') && !this.wanted(o)) {
@@ -321,12 +384,28 @@ export class Informer {
         }
       } catch (e) {
         if (signal.aborted) break;
-        if (isGone(e)) {
-          this.opts.log?.info({ gvr: this.gvr.plural }, 'watch expired (410); relisting');
-          needList = true;
-          continue;
+        if (needList) {
+          // The list failed. At an expired or too large resourceVersion, list again at once with a consistent
+          // read (client-go: "fallback to resourceVersion=\"\" in all to recover and ensure the reflector makes
+          // forward progress"); otherwise back off and list again.
+          if ((isExpired(e) || isTooLargeResourceVersion(e)) && !this.unavailable) {
+            this.unavailable = true;
+            this.opts.log?.info({ gvr: this.gvr.plural, err: (e as Error).message }, 'list at the last resourceVersion refused; listing with a consistent read');
+            continue;
+          }
+          this.opts.log?.warn({ gvr: this.gvr.plural, err: (e as Error).message, retryInMs: backoff }, 'list failed; retrying');
+        } else {
+          const next = afterWatchError(e);
+          // The watch's resourceVersion is past what the server has: a list not older than it would wait
+          // and fail the same way, so the relist goes straight to the consistent read.
+          if (isTooLargeResourceVersion(e)) this.unavailable = true;
+          if (next !== 'rewatch') needList = true;
+          if (next === 'relist-now') {
+            this.opts.log?.info({ gvr: this.gvr.plural }, 'watch expired (410); relisting');
+            continue;
+          }
+          this.opts.log?.warn({ gvr: this.gvr.plural, err: (e as Error).message, retryInMs: backoff, next }, next === 'rewatch' ? 'watch failed; watching again' : 'watch failed; relisting');
         }
-        this.opts.log?.warn({ gvr: this.gvr.plural, err: (e as Error).message, retryInMs: backoff }, 'list/watch failed; retrying');
         await sleep(backoff, signal);
         backoff = Math.min(backoff * 2, max);
       }

@@ -6,6 +6,7 @@ import https from 'node:https';
 import http from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { GVR } from './gvr.ts';
+import type { TokenBucket } from './ratelimit.ts';
 
 export interface KubeObject {
   apiVersion?: string;
@@ -33,16 +34,39 @@ export interface KubeList<T> {
   metadata: { resourceVersion?: string; continue?: string };
 }
 
+/**
+ * The API server answered, and not with success: the HTTP code and the Status it sent (API conventions:
+ * `reason` is the machine-readable StatusReason, `details` the StatusDetails with its causes).
+ */
 export class ApiError extends Error {
   readonly code: number;
   readonly reason: string;
   readonly details: unknown;
-  constructor(code: number, reason: string, message: string, details?: unknown) {
+  /** The answer's Retry-After, in seconds, when it had one. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(code: number, reason: string, message: string, details?: unknown, retryAfterSeconds?: number) {
     super(message);
     this.name = 'ApiError';
     this.code = code;
     this.reason = reason;
     this.details = details;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** No answer: the connection failed or broke off (code 0). */
+export class ConnectionError extends ApiError {
+  constructor(message: string) {
+    super(0, 'ConnectionError', message);
+    this.name = 'ConnectionError';
+  }
+}
+
+/** No answer within the request's deadline (or cancelled by abortInFlight): never retried, the bounds must hold. */
+export class DeadlineError extends ConnectionError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeadlineError';
   }
 }
 
@@ -57,6 +81,35 @@ export function isAlreadyExists(e: unknown): boolean {
 }
 export function isGone(e: unknown): boolean {
   return e instanceof ApiError && e.code === 410;
+}
+/** The resourceVersion asked for is older than what the server keeps (client-go's isExpiredError: 410 Gone or reason Expired). */
+export function isExpired(e: unknown): boolean {
+  return e instanceof ApiError && (e.code === 410 || e.reason === 'Expired');
+}
+/**
+ * The resourceVersion asked for is newer than the server has (an etcd restored from a backup, an HA API
+ * server behind the others): a 504 Timeout whose Status carries the cause ResourceVersionTooLarge, or on
+ * API servers before 1.18.5 only the message "Too large resource version" (k8s.io/client-go
+ * tools/cache/reflector.go isTooLargeResourceVersionError; k8s.io/apiserver storage/errors.go
+ * NewTooLargeResourceVersionError). Retrying the same resourceVersion cannot succeed.
+ */
+export function isTooLargeResourceVersion(e: unknown): boolean {
+  if (!(e instanceof ApiError)) return false;
+  const causes = (e.details as { causes?: Array<{ reason?: string; type?: string }> } | undefined)?.causes ?? [];
+  if (causes.some((c) => c.reason === 'ResourceVersionTooLarge' || c.type === 'ResourceVersionTooLarge')) return true;
+  return (e.code === 504 || e.reason === 'Timeout') && /too large resource version/i.test(e.message);
+}
+export function isTooManyRequests(e: unknown): boolean {
+  return e instanceof ApiError && e.code === 429;
+}
+
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: 'NotOlderThan' | 'Exact';
 }
 
 export type PatchType = 'merge' | 'json' | 'apply' | 'strategic';
@@ -85,28 +138,62 @@ export interface KubeClientOptions {
   userAgent?: string;
   /** Called with each Warning header value of a response (admission warnings: RFC 7234 `299 - "text"`). */
   onWarning?: (header: string) => void;
+  /** Client-side rate limit (every attempt and watch open takes a token); none when undefined. */
+  limiter?: TokenBucket;
+  /** Called with the ms a request waited for the limiter (only when it had to wait). */
+  onThrottled?: (ms: number) => void;
 }
 
 /** Retries of one request (client-go retries up to 10 times; 3 keep a refused call well inside its deadline). */
 export const MAX_RETRIES = 3;
 /** A Retry-After longer than this is not waited out here: the caller's backoff takes over. */
 const MAX_RETRY_AFTER_MS = 5_000;
-const retryAfterOf = new WeakMap<object, number>();
 
-/** How long to wait before retrying `method` after `e`, or undefined when it must not be retried. */
-export function retryDelayMs(method: string, e: unknown, attempt: number): number | undefined {
-  if (!(e instanceof ApiError) || e instanceof FencedError) return undefined;
-  if (/timed out after/.test(e.message)) return undefined;
+/** What a failed attempt calls for: give the caller the typed error, or send again after a backoff. */
+export type Verdict = { kind: 'terminal' } | { kind: 'retry'; afterMs: number };
+const TERMINAL: Verdict = { kind: 'terminal' };
+
+/**
+ * Classifies a failed attempt of `method` (the `attempt`-th, from 0). Pure but for the jitter. Retried, as
+ * client-go's REST client does (k8s.io/client-go rest/request.go: a response with Retry-After is retried
+ * after that delay whatever the verb, and a GET whose connection broke is retried): 429 (any verb: the API
+ * server refuses it before handling it), and for GET also 5xx and a broken connection. Terminal: every
+ * other answer; a write answered 5xx or cut off (it may have been applied); a fenced write; a request past
+ * its deadline or cancelled; a resourceVersion too large (the same one cannot succeed); a Retry-After
+ * longer than MAX_RETRY_AFTER_MS (the caller's own backoff is the better wait).
+ */
+export function classifyFailure(method: string, e: unknown, attempt: number): Verdict {
+  if (attempt >= MAX_RETRIES) return TERMINAL;
+  if (!(e instanceof ApiError) || e instanceof FencedError || e instanceof DeadlineError) return TERMINAL;
+  if (isTooLargeResourceVersion(e)) return TERMINAL;
   // 100 ms, 200 ms, 400 ms with up to 50% jitter, so replicas refused together do not return together.
   const backoff = 100 * 2 ** attempt * (1 + Math.random() / 2);
   if (e.code === 429) {
-    const ra = retryAfterOf.get(e);
-    const ms = ra !== undefined ? ra * 1000 : backoff;
-    return ms <= MAX_RETRY_AFTER_MS ? Math.max(ms, backoff) : undefined;
+    const ms = e.retryAfterSeconds !== undefined ? e.retryAfterSeconds * 1000 : backoff;
+    return ms <= MAX_RETRY_AFTER_MS ? { kind: 'retry', afterMs: Math.max(ms, backoff) } : TERMINAL;
   }
-  if (method !== 'GET') return undefined;
-  if (e.code === 0 || (e.code >= 500 && e.code <= 504)) return backoff;
-  return undefined;
+  if (method !== 'GET') return TERMINAL;
+  if (e.code === 0 || (e.code >= 500 && e.code <= 504)) return { kind: 'retry', afterMs: backoff };
+  return TERMINAL;
+}
+
+/** The ApiError a non-2xx answer stands for (its Status, when the body is one). Pure. */
+export function errorOfAnswer(status: number, text: string, retryAfter?: string): ApiError {
+  let st: { reason?: string; message?: string; details?: unknown } = {};
+  try {
+    st = (text ? JSON.parse(text) : {}) ?? {};
+  } catch {
+    /* not JSON: a proxy's page */
+  }
+  const ra = retryAfter === undefined || retryAfter === '' ? NaN : Number(retryAfter);
+  return new ApiError(status, st.reason ?? String(status), st.message ?? (text.slice(0, 500) || `HTTP ${status}`), st.details, Number.isFinite(ra) ? ra : undefined);
+}
+
+/** One attempt's answer, whatever its code. */
+interface Answer {
+  status: number;
+  text: string;
+  retryAfter?: string;
 }
 
 /** Methods that change something on the API server: refused while the client is fenced. */
@@ -177,32 +264,58 @@ export class KubeClient {
     this.inflight = new AbortController();
   }
 
+  /** Waits for the client-side limiter's token (none configured: at once); a cancel of in-flight work ends the wait. */
+  private async throttle(signal: AbortSignal): Promise<void> {
+    const limiter = this.opts.limiter;
+    if (!limiter) return;
+    let ms: number;
+    try {
+      ms = await limiter.wait(signal);
+    } catch {
+      throw new DeadlineError('cancelled while waiting for the client-side rate limiter');
+    }
+    if (ms > 0) this.opts.onThrottled?.(ms);
+  }
+
   /**
-   * Raw request; resolves the parsed JSON body or throws ApiError. Transient refusals are retried here, as
-   * client-go's REST client does (k8s.io/client-go rest/request.go: a response with Retry-After is retried
-   * after that delay whatever the verb, and a GET whose connection broke is retried), so one refused read
-   * among the dozens of a reconcile pass does not fail the pass — under a few percent of such answers, a
-   * pass of a multi-VM task otherwise almost never completes and its backoff climbs to the cap. Retried:
-   * 429 (any verb: the API server refuses it before handling it), and for GET also 5xx and a broken
-   * connection. Never retried: a write answered 5xx or cut off (it may have been applied), a fenced write,
-   * a request past its deadline or cancelled by abortInFlight (the fencing bounds must hold).
+   * A request: resolves the parsed JSON body or throws a typed error (ApiError: the server answered;
+   * ConnectionError / DeadlineError: it did not; FencedError: not sent). Three parts: `send` makes one
+   * attempt, `classifyFailure` says whether its failure is terminal or worth a retry after a backoff, and
+   * this loop retries — so one refused read among the dozens of a reconcile pass does not fail the pass
+   * (under a few percent of such answers, a pass of a multi-VM task otherwise almost never completes and
+   * its backoff climbs to the cap). Each attempt first takes a token from the client-side limiter.
    */
   async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', gvr?: GVR, timeoutMs?: number): Promise<T> {
     const inflight = this.inflight.signal;
-    const deadline = Date.now() + (timeoutMs ?? this.opts.timeoutMs!);
+    const budget = timeoutMs ?? this.opts.timeoutMs!;
+    let deadline = Date.now() + budget;
     for (let attempt = 0; ; attempt++) {
+      let err: unknown;
       try {
-        return await this.requestOnce<T>(method, path, body, contentType, gvr, Math.max(1, deadline - Date.now()));
+        const t0 = Date.now();
+        await this.throttle(inflight);
+        // The deadline bounds the wire, not the wait for a turn: a queue behind the limiter must not time
+        // out requests that were never sent (client-go waits for its token before the request's timeout runs).
+        deadline += Date.now() - t0;
+        const answer = await this.send(method, path, body, contentType, gvr, Math.max(1, deadline - Date.now()));
+        if (answer.status >= 200 && answer.status < 300) return parseBody(answer.text) as T;
+        err = errorOfAnswer(answer.status, answer.text, answer.retryAfter);
       } catch (e) {
-        const wait = attempt < MAX_RETRIES && !inflight.aborted ? retryDelayMs(method, e, attempt) : undefined;
-        if (wait === undefined || Date.now() + wait >= deadline) throw e;
-        await new Promise((r) => setTimeout(r, wait));
-        if (inflight.aborted) throw e;
+        err = e;
       }
+      const v = inflight.aborted ? TERMINAL : classifyFailure(method, err, attempt);
+      if (v.kind === 'terminal' || Date.now() + v.afterMs >= deadline) throw err;
+      await new Promise((r) => setTimeout(r, v.afterMs));
+      if (inflight.aborted) throw err;
     }
   }
 
-  private async requestOnce<T>(method: string, path: string, body: unknown, contentType: string, gvr: GVR | undefined, timeoutMs: number): Promise<T> {
+  /**
+   * One attempt on the wire. Resolves the answer whatever its HTTP code; rejects only when there is none:
+   * FencedError (a write refused before it was sent), DeadlineError (past `timeoutMs`, or cancelled by
+   * abortInFlight), ConnectionError (refused, reset, cut off).
+   */
+  private async send(method: string, path: string, body: unknown, contentType: string, gvr: GVR | undefined, timeoutMs: number): Promise<Answer> {
     const write = WRITE_METHODS.has(method);
     const why = write ? this.fence?.() : undefined;
     if (why) {
@@ -223,7 +336,7 @@ export class KubeClient {
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     const mod = url.protocol === 'https:' ? https : http;
-    const deadlineMs = timeoutMs ?? this.opts.timeoutMs!;
+    const deadlineMs = timeoutMs;
     // The deadline and the in-flight cancel are wired by hand and undone when the request ends. A signal
     // combined by AbortSignal.timeout/any and handed to http.request outlives the request instead: the
     // timeout's timer cannot be cleared, and Node keeps a combined signal with an abort listener in a global
@@ -232,12 +345,14 @@ export class KubeClient {
     // soak benchmark, bench/heapdiff.ts).
     const inflight = this.inflight.signal;
     let timedOut = false;
+    let cancelled = false;
     let cancel: () => void = () => undefined;
     const deadlineTimer = setTimeout(() => {
       timedOut = true;
       cancel();
     }, deadlineMs);
-    const result = await new Promise<{ status: number; text: string; retryAfter?: string }>((resolve, reject) => {
+    const timeoutText = `request timed out after ${deadlineMs} ms: ${method} ${path}`;
+    const answer = await new Promise<Answer>((resolve, reject) => {
       const req = mod.request(
         url,
         { method, headers, agent: this.agent, ca: base.ca, cert: base.cert, key: base.key, rejectUnauthorized: base.rejectUnauthorized, timeout: deadlineMs },
@@ -250,13 +365,21 @@ export class KubeClient {
         },
       );
       cancel = () => req.destroy(Object.assign(new Error('The operation was aborted'), { name: 'AbortError' }));
-      if (inflight.aborted) cancel();
-      else inflight.addEventListener('abort', cancel, { once: true });
-      req.on('timeout', () => req.destroy(new Error(`request timed out after ${deadlineMs} ms: ${method} ${path}`)));
-      req.on('error', (e) => reject(timedOut ? new Error(`request timed out after ${deadlineMs} ms: ${method} ${path}`) : e));
+      const onAbort = (): void => {
+        cancelled = true;
+        cancel();
+      };
+      if (inflight.aborted) onAbort();
+      else inflight.addEventListener('abort', onAbort, { once: true });
+      req.once('close', () => inflight.removeEventListener('abort', onAbort));
+      req.on('timeout', () => {
+        timedOut = true;
+        req.destroy(new Error(timeoutText));
+      });
+      req.on('error', reject);
       // Nothing is sent until the connection is up (headers go with the first write): a write is checked
       // against the fence at that moment, not when it was decided.
-      const send = (): void => {
+      const go = (): void => {
         const late = write ? this.fence?.() : undefined;
         if (late) {
           req.destroy(new FencedError(late, method, path));
@@ -267,35 +390,23 @@ export class KubeClient {
       };
       req.once('socket', (sock) => {
         const tls = url.protocol === 'https:';
-        if (tls ? this.ready.has(sock) : !sock.connecting) return send();
+        if (tls ? this.ready.has(sock) : !sock.connecting) return go();
         sock.once(tls ? 'secureConnect' : 'connect', () => {
           if (tls) this.ready.add(sock);
-          send();
+          go();
         });
       });
     })
-      .finally(() => {
-        clearTimeout(deadlineTimer);
-        inflight.removeEventListener('abort', cancel);
-      })
+      .finally(() => clearTimeout(deadlineTimer))
       .catch((e: Error) => {
         this.opts.observe?.(method, gvr, 0, performance.now() - t0);
         if (e instanceof FencedError) throw e;
-        throw new ApiError(0, 'ConnectionError', e.message);
+        if (timedOut) throw new DeadlineError(timeoutText);
+        if (cancelled) throw new DeadlineError(`cancelled: ${method} ${path}: ${e.message}`);
+        throw new ConnectionError(e.message);
       });
-    this.opts.observe?.(method, gvr, result.status, performance.now() - t0);
-    let parsed: unknown;
-    try {
-      parsed = result.text ? JSON.parse(result.text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    if (result.status >= 200 && result.status < 300) return parsed as T;
-    const st = (parsed ?? {}) as { reason?: string; message?: string; details?: unknown };
-    const err = new ApiError(result.status, st.reason ?? String(result.status), st.message ?? (result.text.slice(0, 500) || `HTTP ${result.status}`), st.details);
-    const ra = Number(result.retryAfter);
-    if (result.retryAfter !== undefined && Number.isFinite(ra)) retryAfterOf.set(err, ra);
-    throw err;
+    this.opts.observe?.(method, gvr, answer.status, performance.now() - t0);
+    return answer;
   }
 
   async get<T extends KubeObject>(gvr: GVR, namespace: string | undefined, name: string): Promise<T | undefined> {
@@ -307,25 +418,43 @@ export class KubeClient {
     }
   }
 
-  async list<T extends KubeObject>(gvr: GVR, namespace?: string, o: { labelSelector?: string; fieldSelector?: string; limit?: number; continue?: string; resourceVersion?: string } = {}): Promise<KubeList<T>> {
+  async list<T extends KubeObject>(gvr: GVR, namespace?: string, o: ListOptions = {}): Promise<KubeList<T>> {
     const q = new URLSearchParams();
     if (o.labelSelector) q.set('labelSelector', o.labelSelector);
     if (o.fieldSelector) q.set('fieldSelector', o.fieldSelector);
     if (o.limit) q.set('limit', String(o.limit));
     if (o.continue) q.set('continue', o.continue);
     if (o.resourceVersion !== undefined) q.set('resourceVersion', o.resourceVersion);
+    if (o.resourceVersionMatch) q.set('resourceVersionMatch', o.resourceVersionMatch);
     const qs = q.toString();
     return await this.request<KubeList<T>>('GET', resourcePath(gvr, namespace) + (qs ? `?${qs}` : ''), undefined, undefined, gvr);
   }
 
-  /** Lists every page. */
-  async listAll<T extends KubeObject>(gvr: GVR, namespace?: string, o: { labelSelector?: string; fieldSelector?: string } = {}): Promise<KubeList<T>> {
+  /**
+   * Lists every page. `resourceVersion` chooses where the list is served from, as client-go's reflector
+   * does (k8s.io/client-go tools/cache/reflector.go, ListAndWatch and relistResourceVersion):
+   * - '' (or undefined): a consistent read from etcd, in pages of 500;
+   * - '0': any version, served from the API server's watch cache (which ignores `limit` there; without a
+   *   watch cache the pages come from etcd);
+   * - a resourceVersion: not older than it (resourceVersionMatch=NotOlderThan), without a limit so the
+   *   watch cache can serve it — a paginated list with a resourceVersion always goes to etcd.
+   * A continuation page carries no resourceVersion (the API server refuses one beside `continue`).
+   */
+  async listAll<T extends KubeObject>(gvr: GVR, namespace?: string, o: { labelSelector?: string; fieldSelector?: string; resourceVersion?: string; pageSize?: number; transform?: (o: T) => T } = {}): Promise<KubeList<T>> {
     const items: T[] = [];
     let cont: string | undefined;
     let rv: string | undefined;
+    const limit = o.pageSize ?? 500;
+    const exact = o.resourceVersion !== undefined && o.resourceVersion !== '' && o.resourceVersion !== '0';
+    const first: ListOptions = {
+      labelSelector: o.labelSelector,
+      fieldSelector: o.fieldSelector,
+      ...(o.resourceVersion ? { resourceVersion: o.resourceVersion, resourceVersionMatch: 'NotOlderThan' as const } : {}),
+      ...(exact ? {} : { limit }),
+    };
     do {
-      const page = await this.list<T>(gvr, namespace, { ...o, limit: 500, continue: cont });
-      items.push(...page.items);
+      const page = await this.list<T>(gvr, namespace, cont ? { labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, limit, continue: cont } : first);
+      for (const it of page.items) items.push(o.transform ? o.transform(it) : it);
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion;
     } while (cont);
@@ -379,7 +508,8 @@ export class KubeClient {
 
   /**
    * Opens a watch stream; calls onEvent per event line. Resolves when the stream ends (server timeout or
-   * abort); rejects on HTTP errors (410 Gone → ApiError 410).
+   * abort); rejects with a typed error on an HTTP error or an ERROR event (410 Gone → ApiError 410; a
+   * resourceVersion too large → isTooLargeResourceVersion), with ConnectionError when it cannot connect.
    */
   async watch(
     gvr: GVR,
@@ -388,6 +518,8 @@ export class KubeClient {
     onEvent: (type: string, obj: KubeObject) => void,
     signal?: AbortSignal,
   ): Promise<void> {
+    await this.throttle(signal ?? this.inflight.signal).catch(() => undefined);
+    if (signal?.aborted) return;
     const base = await this.requestOptions();
     const q = new URLSearchParams({ watch: 'true' });
     if (o.resourceVersion) q.set('resourceVersion', o.resourceVersion);
@@ -406,15 +538,7 @@ export class KubeClient {
             let text = '';
             res.setEncoding('utf8');
             res.on('data', (c: string) => (text += c));
-            res.on('end', () => {
-              let st: { reason?: string; message?: string } = {};
-              try {
-                st = JSON.parse(text);
-              } catch {
-                /* not JSON */
-              }
-              reject(new ApiError(res.statusCode ?? 0, st.reason ?? String(res.statusCode), st.message ?? text.slice(0, 300)));
-            });
+            res.on('end', () => reject(errorOfAnswer(res.statusCode ?? 0, text, res.headers['retry-after'])));
             // Broken off mid-body: without an 'error' listener the response would never settle.
             res.on('error', (e) => reject(e));
             return;
@@ -435,9 +559,9 @@ export class KubeClient {
                 continue;
               }
               if (ev.type === 'ERROR') {
-                const st = ev.object as unknown as { code?: number; reason?: string; message?: string };
+                const st = ev.object as unknown as { code?: number; reason?: string; message?: string; details?: unknown };
                 req.destroy();
-                reject(new ApiError(st.code ?? 500, st.reason ?? 'WatchError', st.message ?? 'watch error'));
+                reject(new ApiError(st.code ?? 500, st.reason ?? 'WatchError', st.message ?? 'watch error', st.details));
                 return;
               }
               onEvent(ev.type, ev.object);
@@ -450,7 +574,7 @@ export class KubeClient {
       );
       req.on('error', (e) => {
         if ((e as { name?: string }).name === 'AbortError') resolve();
-        else reject(new ApiError(0, 'ConnectionError', e.message));
+        else reject(new ConnectionError(e.message));
       });
       req.end();
     });
@@ -460,6 +584,14 @@ export class KubeClient {
   close(): void {
     this.agent?.destroy();
     this.agent = undefined;
+  }
+}
+
+function parseBody(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

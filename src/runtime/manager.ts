@@ -24,14 +24,6 @@ export interface ManagerOptions {
   /** Tests inject a faster limiter. */
   rateLimiter?: () => RateLimiter;
   now?: () => Date;
-  /**
-   * Benchmark baseline (the polling anchor): only primary kinds are watched eagerly; other kinds get an
-   * informer on first cache read (controller-runtime's cached client) whose changes wake nothing, and every
-   * delayed requeue is stretched to pollIntervalMs.
-   */
-  pollOnly?: boolean;
-  /** Requeue period in poll-only mode (default 20 s). */
-  pollIntervalMs?: number;
   /** Watch timeouts and the bound on a silent (half-open) watch; default client-go's 5–10 min + 30 s. */
   watchLiveness?: WatchLiveness;
   /** How often caches with a `keep` rule drop what it no longer wants (default CACHE_SWEEP_MS). */
@@ -96,8 +88,8 @@ export class Manager {
     const name = r.name;
     const queue = new WorkQueue(name, {
       rateLimiter: this.o.rateLimiter?.(),
-      // The anchor (poll-only) keeps client-go's timers; see WorkQueue.
-      supersedeTimedAdds: !this.o.pollOnly,
+      // A reconcile supersedes its key's pending timed requeue (see WorkQueue).
+      supersedeTimedAdds: true,
       wheel: this.wheel,
       metrics: {
         depth: (n) => m.queueDepth.set({ name }, n),
@@ -180,11 +172,10 @@ export class Manager {
     });
     const fire = (objs: KubeObject[], old?: KubeObject): void => {
       for (const s of slot.subs) {
-        if (this.o.pollOnly && !s.primary) continue;
         const cause = `watch:${slot.gvr.kind}`;
         // A reconciler's own status write comes back as an update of its primary object; it reflects what
-        // that reconcile already knew, so it wakes nothing (the anchor, poll-only, keeps the wake-up).
-        if (s.primary && old && !this.o.pollOnly && statusOnlyChange(old, objs[0]!)) {
+        // that reconcile already knew, so it wakes nothing.
+        if (s.primary && old && statusOnlyChange(old, objs[0]!)) {
           this.o.metrics.wakeups.inc({ controller: s.reconciler.r.name, cause: `${cause}:filtered` });
           continue;
         }
@@ -212,7 +203,7 @@ export class Manager {
     for (const slot of this.slots.values()) if (slot.gvr.optional) this.discovery.track(slot.gvr);
     await this.discovery.start();
     for (const slot of this.slots.values()) {
-      if (slot.gvr.optional || !this.eager(slot)) continue;
+      if (slot.gvr.optional) continue;
       slot.informer = this.makeInformer(slot);
       slot.informer.start();
     }
@@ -225,17 +216,12 @@ export class Manager {
     }
   }
 
-  /** Started at start-up (or on install): every watched kind, or only primary kinds in poll-only mode. */
-  private eager(slot: InformerSlot): boolean {
-    return !this.o.pollOnly || slot.subs.some((s) => s.primary);
-  }
-
   private onOptionalKind(gvr: GVR, installed: boolean): void {
     for (const slot of this.slotsOf(gvr)) this.onOptionalSlot(slot, installed);
   }
 
   private onOptionalSlot(slot: InformerSlot, installed: boolean): void {
-    if (installed && !slot.informer && this.eager(slot)) {
+    if (installed && !slot.informer) {
       const inf = this.makeInformer(slot);
       slot.informer = inf;
       inf.start();
@@ -260,27 +246,17 @@ export class Manager {
   /** Caches of required kinds synced (optional kinds never count). */
   ready(): boolean {
     if (!this.discovery.hasSynced()) return false;
-    for (const slot of this.slots.values()) if (!slot.gvr.optional && this.eager(slot) && !slot.informer?.hasSynced()) return false;
+    for (const slot of this.slots.values()) if (!slot.gvr.optional && !slot.informer?.hasSynced()) return false;
     return true;
   }
 
   async waitForSync(): Promise<void> {
     await this.discovery.waitForSync();
-    await Promise.all([...this.slots.values()].filter((s) => !s.gvr.optional && this.eager(s)).map((s) => s.informer?.waitForSync()));
+    await Promise.all([...this.slots.values()].filter((s) => !s.gvr.optional).map((s) => s.informer?.waitForSync()));
   }
 
   cache<T extends KubeObject = KubeObject>(gvr: GVR): Cache<T> | undefined {
     const slots = this.slotsOf(gvr);
-    for (const slot of slots) {
-      if (!slot.informer && this.started && this.o.pollOnly && (!slot.gvr.optional || this.discovery.installed(slot.gvr))) {
-        // Poll-only: the first read of a kind starts its informer (a cache, not a trigger); subscribers look
-        // again once it can answer, as after an optional kind appears.
-        const inf = this.makeInformer(slot);
-        slot.informer = inf;
-        inf.start();
-        void inf.waitForSync().then(() => this.requeueSubscribers(slot));
-      }
-    }
     if (!slots.length || !slots.every((s) => s.informer?.hasSynced())) return undefined;
     if (slots.length === 1) return slots[0]!.informer!.store as unknown as Cache<T>;
     // Several filtered informers of one kind: read as one cache holding the union of their selectors.
@@ -349,7 +325,7 @@ export class Manager {
       reg.queue.forget(k);
       await this.clearFault(reg, k, key, ctx);
       if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) {
-        const delay = requeueDelay(res.requeueAfterMs, this.o);
+        const delay = res.requeueAfterMs;
         reg.queue.addAfter(k, delay, () => m.wakeups.inc({ controller: name, cause: `requeue:${delayBucket(delay)}` }));
         m.reconcileTotal.inc({ controller: name, result: 'requeue' });
       } else {
@@ -440,12 +416,3 @@ export function delayBucket(ms: number): string {
   if (ms <= 30_000) return 'le30s';
   return 'gt30s';
 }
-
-/** The delay a requeue really gets: as asked, or in poll-only mode every delayed look becomes one poll period. */
-export function requeueDelay(askedMs: number, o: Pick<ManagerOptions, 'pollOnly' | 'pollIntervalMs'>): number {
-  if (!o.pollOnly || askedMs === 0) return askedMs;
-  return o.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-}
-
-/** The Go anchor's period while a transfer runs. */
-export const DEFAULT_POLL_INTERVAL_MS = 20_000;

@@ -22,6 +22,7 @@ export class Metrics {
   readonly queueLatency: Histogram<'name'>;
   readonly queueWorkDuration: Histogram<'name'>;
   readonly apiRequests: Counter<'verb' | 'resource' | 'code'>;
+  readonly rateLimiterWait: Histogram<'client'>;
   readonly leader: Gauge;
   readonly cacheObjects: Gauge<'cache'>;
   /** What cache_objects reports (the manager's cache sizes); set once the manager exists. */
@@ -62,6 +63,9 @@ export class Metrics {
     this.queueLatency = new Histogram({ name: metricName('workqueue_queue_duration_seconds'), help: 'Time a key waits in the queue before a worker takes it.', labelNames: ['name'], buckets, registers });
     this.queueWorkDuration = new Histogram({ name: metricName('workqueue_work_duration_seconds'), help: 'Time a worker holds a key.', labelNames: ['name'], buckets, registers });
     this.apiRequests = new Counter({ name: metricName('api_requests_total'), help: 'Kubernetes API requests by verb, resource and HTTP code (0 = connection error).', labelNames: ['verb', 'resource', 'code'], registers });
+    // client-go's rest_client_rate_limiter_duration_seconds: from a few ms (a burst spent) to seconds (a
+    // queue behind the limit).
+    this.rateLimiterWait = new Histogram({ name: metricName('rest_client_rate_limiter_duration_seconds'), help: 'Time a request to the API server waited for the client-side rate limiter (--kube-api-qps/--kube-api-burst), by client (reconcilers, webhook); requests that did not wait are not observed.', labelNames: ['client'], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers });
     this.informerLists = new Counter({ name: metricName('informer_lists_total'), help: 'Full lists by informers (1 at start; more = relists after 410 Gone or a long outage).', labelNames: ['kind'], registers });
     this.leader = new Gauge({ name: metricName('leader'), help: '1 while this instance holds the leader lease.', registers });
     this.imports = new Counter({ name: metricName('imports_total'), help: 'VM imports that reached a final phase, by namespace, outcome (succeeded, failed) and reason.', labelNames: ['namespace', 'outcome', 'reason'], registers });

@@ -277,7 +277,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     // make it wait a poll period per step and the comparison would flatter this controller.
     // And never for long: while a handoff moves, its status is written at least every WAIT_WRITE_AFTER_MS.
     const deferredFor = mem.deferredFor(taskKey(task), task.metadata.resourceVersion, now.getTime());
-    if (!cfg.pollOnly && deferStatusWrite(results, deferredFor) && storageClass === task.status?.storageClass) {
+    if (deferStatusWrite(results, deferredFor) && storageClass === task.status?.storageClass) {
       mem.defer(taskKey(task), task.metadata.resourceVersion, next, now.getTime());
       return { requeueAfterMs: requeueMs };
     }

@@ -45,6 +45,22 @@ export interface FaultProxy {
   observed: Record<string, number>;
   /** Requests received (the client's requests, injected answers included). */
   requests: number;
+  /** Method, URL (path and query) and arrival time (performance.now()) of every request received, in order (the last 2,000). */
+  log: Array<{ method: string; url: string; at: number }>;
+  /**
+   * Plays API Priority and Fairness shedding load: beyond `qps` requests a second (bursts of `burst`),
+   * non-watch requests are answered 429 with Retry-After 1, as kube-apiserver answers a request its
+   * priority level has no seat or queue room for (counted as `apf429`). undefined: no limit.
+   */
+  setServerLimit(limit: { qps: number; burst: number } | undefined): void;
+  /**
+   * Answers every request `fn` picks (method, path, query) with the answer it gives instead of forwarding
+   * it (counted as `intercepted:<code>`), until set to undefined: a fault that lasts, such as an API server
+   * whose etcd was restored and which calls every resourceVersion handed out before "too large".
+   */
+  setInterceptor(fn: ((r: { method: string; path: string; query: string; watch: boolean }) => { code: number; status: Record<string, unknown>; asWatchEvent?: boolean } | undefined) | undefined): void;
+  /** Ends every watch stream open now (an API server restarting under its watches). */
+  cutWatches(): number;
   /** Changes the rates from now on (a fault-free phase and a faulty phase through the same proxy). */
   setRates(r: FaultRates): void;
   /**
@@ -58,10 +74,35 @@ export interface FaultProxy {
 export interface TargetedFault {
   method: string;
   path: RegExp;
-  code: 409 | 500;
+  code: 409 | 500 | 429 | 504;
   /** How many matching requests are failed (default 1). */
   times?: number;
+  /** Only requests whose query string matches (e.g. /watch=true/, /resourceVersion=\d+/). */
+  query?: RegExp;
+  /** The Status answered (default: the code's usual one). */
+  status?: Record<string, unknown>;
+  /**
+   * Answered as a watch is when it fails after it started: 200, then one ERROR event carrying the Status
+   * (how kube-apiserver reports a watch it cannot serve from the asked resourceVersion).
+   */
+  asWatchEvent?: boolean;
 }
+
+/**
+ * kube-apiserver's answer to a list or watch at a resourceVersion newer than it has (an etcd restored from
+ * a backup; an HA API server behind the others): k8s.io/apiserver pkg/storage/errors.go
+ * NewTooLargeResourceVersionError, a 504 Timeout with the cause ResourceVersionTooLarge.
+ */
+export const TOO_LARGE_RESOURCE_VERSION: Record<string, unknown> = {
+  kind: 'Status',
+  apiVersion: 'v1',
+  metadata: {},
+  status: 'Failure',
+  message: 'Timeout: Too large resource version: 900099999, current: 1234 (injected)',
+  reason: 'Timeout',
+  details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 },
+  code: 504,
+};
 
 function status(code: number, reason: string, message: string): string {
   return JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message });
@@ -83,11 +124,28 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
   };
   const open = new Set<Duplex>();
   let requests = 0;
-  const targeted: Array<Required<TargetedFault>> = [];
+  const targeted: Array<TargetedFault & { times: number }> = [];
+  const log: Array<{ method: string; url: string; at: number }> = [];
+  let interceptor: Parameters<FaultProxy['setInterceptor']>[0];
+  const watchSockets = new Set<Duplex>();
+  let serverLimit: { qps: number; burst: number; tokens: number; at: number } | undefined;
+  /** A seat for one request under the server limit (a token bucket), or false: shed with 429. */
+  const seat = (): boolean => {
+    if (!serverLimit) return true;
+    const now = performance.now();
+    serverLimit.tokens = Math.min(serverLimit.burst, serverLimit.tokens + ((now - serverLimit.at) / 1000) * serverLimit.qps);
+    serverLimit.at = now;
+    if (serverLimit.tokens < 1) return false;
+    serverLimit.tokens -= 1;
+    return true;
+  };
   const errorAnswer = (res: ServerResponse, k: string): void => {
     if (k === '429') {
       res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '1' });
       res.end(status(429, 'TooManyRequests', 'the server has received too many requests and has asked us to try again later (injected)'));
+    } else if (k === '504') {
+      res.writeHead(504, { 'Content-Type': 'application/json' });
+      res.end(status(504, 'Timeout', 'Timeout: request did not complete within the allotted timeout (injected)'));
     } else if (k === '409') {
       res.writeHead(409, { 'Content-Type': 'application/json' });
       res.end(status(409, 'Conflict', 'Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again (injected)'));
@@ -160,17 +218,53 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
 
   const server = https.createServer({ key: serving.keyPEM, cert: serving.certPEM }, (req, res) => {
     requests++;
+    log.push({ method: req.method ?? '', url: req.url ?? '', at: performance.now() });
+    if (log.length > 2_000) log.shift();
     const watch = /[?&]watch=(true|1)/.test(req.url ?? '');
     const write = req.method !== 'GET';
-    const rule = targeted.find((t) => t.times > 0 && t.method === req.method && t.path.test((req.url ?? '').split('?')[0]!));
+    const [reqPath, reqQuery = ''] = (req.url ?? '').split('?');
+    const rule = targeted.find((t) => t.times > 0 && t.method === req.method && t.path.test(reqPath!) && (!t.query || t.query.test(reqQuery)));
+    const caught = interceptor?.({ method: req.method ?? '', path: reqPath!, query: reqQuery, watch });
+    if (caught) {
+      count(`intercepted:${caught.code}`);
+      req.resume();
+      if (caught.asWatchEvent) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(`${JSON.stringify({ type: 'ERROR', object: caught.status })}\n`);
+      } else {
+        res.writeHead(caught.code, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(caught.status));
+      }
+      return;
+    }
+    if (watch && req.socket) {
+      const sock = req.socket;
+      watchSockets.add(sock);
+      res.once('close', () => watchSockets.delete(sock));
+    }
     if (rule) {
       rule.times--;
       count(`targeted:${rule.code}`);
       req.resume();
-      errorAnswer(res, String(rule.code));
+      if (rule.asWatchEvent) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(`${JSON.stringify({ type: 'ERROR', object: rule.status ?? JSON.parse(status(rule.code, 'InternalError', 'injected')) })}\n`);
+      } else if (rule.status) {
+        res.writeHead(rule.code, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(rule.status));
+      } else {
+        errorAnswer(res, String(rule.code));
+      }
       return;
     }
     const go = (): void => {
+      if (!watch && !seat()) {
+        count('apf429');
+        req.resume();
+        res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '1' });
+        res.end(status(429, 'TooManyRequests', 'Too many requests, please try again later. (injected: priority level at its limit)'));
+        return;
+      }
       if (!watch && rnd() < rates.error) {
         const kinds = write ? ['500', '429', '409'] : ['500', '429'];
         const k = kinds[Math.floor(rnd() * kinds.length)]!;
@@ -202,6 +296,20 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
     observed,
     get requests() {
       return requests;
+    },
+    log,
+    setInterceptor(fn) {
+      interceptor = fn;
+    },
+    cutWatches() {
+      const n = watchSockets.size;
+      for (const sock of watchSockets) sock.destroy();
+      watchSockets.clear();
+      count('watchCut');
+      return n;
+    },
+    setServerLimit(l) {
+      serverLimit = l ? { ...l, tokens: l.burst, at: performance.now() } : undefined;
     },
     setRates(r: FaultRates) {
       rates = r;

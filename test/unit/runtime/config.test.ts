@@ -51,3 +51,57 @@ test('guest conversion is off unless the platform turns it on, by flag or GUEST_
   assert.equal(parseConfig(['--kubeconfig', '/k'], { GUEST_CONVERSION_ENABLED: 'true' }).guestConversion, true);
   assert.throws(() => parseConfig(['--kubeconfig', '/k', '--guest-conversion=maybe'], {}), ConfigError);
 });
+
+test('the client-side rate limit defaults to 50/s with bursts of 100 and is set by flag or environment; a zero or negative rate is refused', async () => {
+  const { DEFAULT_KUBE_API_QPS, DEFAULT_KUBE_API_BURST } = await import('../../../src/config.ts');
+  const d = parseConfig(['--kubeconfig', '/k'], {});
+  assert.equal(d.kubeAPIQPS, DEFAULT_KUBE_API_QPS);
+  assert.equal(d.kubeAPIBurst, DEFAULT_KUBE_API_BURST);
+  assert.equal(DEFAULT_KUBE_API_QPS, 50);
+  const c = parseConfig(['--kubeconfig', '/k', '--kube-api-qps', '7.5', '--kube-api-burst=15'], { KUBE_API_QPS: '1' });
+  assert.equal(c.kubeAPIQPS, 7.5);
+  assert.equal(c.kubeAPIBurst, 15);
+  assert.equal(parseConfig(['--kubeconfig', '/k'], { KUBE_API_QPS: '20' }).kubeAPIQPS, 20);
+  assert.throws(() => parseConfig(['--kubeconfig', '/k', '--kube-api-qps', '0'], {}), ConfigError);
+  assert.throws(() => parseConfig(['--kubeconfig', '/k', '--kube-api-qps', '-3'], {}), ConfigError);
+  assert.throws(() => parseConfig(['--kubeconfig', '/k', '--kube-api-burst', '0'], {}), ConfigError);
+});
+
+test('the stall timeout is a flag, --task-stall-after-seconds (10 minutes by default), and a bound of 0 is refused', () => {
+  assert.equal(parseConfig(['--kubeconfig', '/k'], {}).taskStallAfterSeconds, 600);
+  assert.equal(parseConfig(['--kubeconfig', '/k', '--task-stall-after-seconds', '5'], {}).taskStallAfterSeconds, 5);
+  assert.equal(parseConfig(['--kubeconfig', '/k'], { MC_TASK_STALL_AFTER_SECONDS: '7' }).taskStallAfterSeconds, 7);
+  assert.throws(() => parseConfig(['--kubeconfig', '/k', '--task-stall-after-seconds', '0'], {}), ConfigError);
+});
+
+test('the benchmark mode is gone: --poll-only and --poll-interval-ms are unknown flags', () => {
+  assert.throws(() => parseConfig(['--kubeconfig', '/k', '--poll-only'], {}), /poll-only/);
+  assert.throws(() => parseConfig(['--kubeconfig', '/k', '--poll-interval-ms', '20000'], {}), /poll-interval-ms/);
+});
+
+test('booleans take --x, --no-x and --x=true|false; a positional argument or a flag without its value is refused', () => {
+  assert.equal(parseConfig(['--kubeconfig', '/k', '--leader-elect'], {}).leaderElect, true);
+  assert.equal(parseConfig(['--kubeconfig', '/k', '--no-leader-elect'], { LEADER_ELECT: 'true' }).leaderElect, false);
+  assert.equal(parseConfig(['--kubeconfig', '/k', '--leader-elect=false'], {}).leaderElect, false);
+  assert.throws(() => parseConfig(['--kubeconfig', '/k', '--leader-elect=perhaps'], {}), ConfigError);
+  assert.throws(() => parseConfig(['--kubeconfig', '/k', 'extra'], {}), ConfigError);
+  assert.throws(() => parseConfig(['--kubeconfig'], {}), ConfigError);
+  assert.throws(() => parseConfig(['--help'], {}), /usage/);
+});
+
+test('every knob the webhook and the platform set by environment is also a flag, and the flag wins', () => {
+  const c = parseConfig(['--kubeconfig', '/k', '--webhook-secret-name', 's', '--pod-namespace', 'p', '--egress-denied-networks', '10.0.0.0/8'], { WEBHOOK_SECRET_NAME: 'env', POD_NAMESPACE: 'envns' });
+  assert.equal(c.webhookSecretName, 's');
+  assert.equal(c.podNamespace, 'p');
+  assert.deepEqual(c.egress.deniedNetworks, ['10.0.0.0/8']);
+});
+
+test('every flag and its environment variable are documented in the operations guide', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { KNOBS } = await import('../../../src/config.ts');
+  const doc = readFileSync(new URL('../../../docs/operations.md', import.meta.url), 'utf8');
+  for (const k of KNOBS) {
+    assert.ok(doc.includes(`\`--${k.flag}\``), `--${k.flag} is documented`);
+    if (k.env) assert.ok(doc.includes(`\`${k.env}\``), `${k.env} is documented`);
+  }
+});

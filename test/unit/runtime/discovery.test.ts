@@ -42,3 +42,17 @@ test('an aggregated kind is watched only where its API lists it with list and wa
   assert.equal(servedAs(doc(['get', 'list', 'watch']), GVRs.VMInstance), 'absent');
   assert.equal(servedAs(undefined, GVRs.VMDisk), 'absent', 'the group is not served');
 });
+
+test('discovery keeps of a CRD only what says whether it serves a kind, not its schema', async () => {
+  const { slimCRD, crdName, apiServiceName, apiServiceAvailable } = await import('../../../src/runtime/discovery.ts');
+  const schema = { openAPIV3Schema: { type: 'object', properties: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`f${i}`, { type: 'string', description: 'x'.repeat(500) }])) } };
+  const full = crd({ spec: { group: 'forklift.konveyor.io', names: { plural: 'providers', kind: 'Provider' }, versions: [{ name: 'v1beta1', served: true, storage: true, schema }] } });
+  const slim = slimCRD(full);
+  assert.ok(crdServes(slim as never, GVRs.Provider), 'still tells the kind is served');
+  assert.ok(JSON.stringify(slim).length < 500, `slim: ${JSON.stringify(slim).length} bytes`);
+  assert.ok(JSON.stringify(full).length > 100_000);
+  assert.equal(crdName(GVRs.Provider), 'providers.forklift.konveyor.io');
+  assert.equal(apiServiceName(GVRs.VMDisk), 'v1alpha1.apps.cozystack.io');
+  assert.ok(apiServiceAvailable({ metadata: { name: 'v1alpha1.apps.cozystack.io' }, status: { conditions: [{ type: 'Available', status: 'True' }] } }));
+  assert.ok(!apiServiceAvailable({ metadata: { name: 'v1alpha1.apps.cozystack.io' }, status: { conditions: [{ type: 'Available', status: 'False' }] } }));
+});

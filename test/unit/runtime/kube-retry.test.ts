@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient, MAX_RETRIES, retryDelayMs, ApiError } from '../../../src/runtime/kube.ts';
+import { KubeClient, MAX_RETRIES, classifyFailure, ApiError, DeadlineError } from '../../../src/runtime/kube.ts';
 import { GVRs } from '../../../src/runtime/gvr.ts';
 
 let server: http.Server;
@@ -88,7 +88,7 @@ test('retries stop after MAX_RETRIES, and never for a refusal other than 429/5xx
   assert.equal(received.length, MAX_RETRIES + 1);
   script.delete(path);
   c.close();
-  assert.equal(retryDelayMs('GET', new ApiError(404, 'NotFound', 'gone'), 0), undefined);
-  assert.equal(retryDelayMs('GET', new ApiError(409, 'Conflict', 'modified'), 0), undefined);
-  assert.equal(retryDelayMs('GET', new ApiError(0, 'ConnectionError', 'request timed out after 30000 ms: GET /x'), 0), undefined, 'a request past its deadline is not retried');
+  assert.equal(classifyFailure('GET', new ApiError(404, 'NotFound', 'gone'), 0).kind, 'terminal');
+  assert.equal(classifyFailure('GET', new ApiError(409, 'Conflict', 'modified'), 0).kind, 'terminal');
+  assert.equal(classifyFailure('GET', new DeadlineError('request timed out after 30000 ms: GET /x'), 0).kind, 'terminal', 'a request past its deadline is not retried');
 });
