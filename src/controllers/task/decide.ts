@@ -30,7 +30,6 @@ import { isStalled } from '../../forklift/progress.ts';
 import { cutoverPatch, precopySummary, warmSourcePoweredOff, warmStage, type ImportMode } from '../../forklift/warm.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
-import { jsonEqual } from '../../runtime/status.ts';
 
 /**
  * Plan blockers that mean "not yet" rather than "never": the maps and providers are created moments
@@ -335,36 +334,4 @@ export function taskGate(o: TaskGateObservation): { reason: string; message: str
   }
   if (!o.forkliftInstalled) return { reason: TaskReason.ForkliftNotInstalled, message: 'Forklift (forklift.konveyor.io) is not installed; the task proceeds by itself once it is' };
   return undefined;
-}
-
-/** One VM of a pass: its status before and after the pass, and whether its action was a deferrable step. */
-export interface VMPassResult {
-  before: VMStatus;
-  after: VMStatus;
-  /** A handoff step whose evidence the objects it wrote carry, by a VM already Creating (effects.ts). */
-  deferrable?: boolean;
-}
-
-/**
- * The longest a handoff's status write is deferred: a wait is written once it has lasted this long (the
- * pass this much later finds it unchanged), and a handoff moving step by step is written at least this
- * often. Short enough that `kubectl get` shows a wait on the binder or CDI almost as it begins; long
- * enough that the waits and steps of a healthy handoff, milliseconds each, cost no status write apiece.
- */
-export const WAIT_WRITE_AFTER_MS = 1_000;
-
-/**
- * Whether the pass's status write may wait for the next pass: some VM took a deferrable handoff step and
- * no VM changed otherwise (a phase, a wait's message, progress, a failure: all written at once), and the
- * status has not been held back for WAIT_WRITE_AFTER_MS already (`heldForMs`). A pass that took no step
- * writes as before, carrying whatever earlier passes deferred.
- */
-export function deferStatusWrite(results: readonly VMPassResult[], heldForMs = 0): boolean {
-  if (heldForMs >= WAIT_WRITE_AFTER_MS) return false;
-  let stepped = false;
-  for (const r of results) {
-    if (r.deferrable) stepped = true;
-    else if (!jsonEqual(r.before, r.after)) return false;
-  }
-  return stepped;
 }

@@ -16,8 +16,8 @@ import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isAlreadyExists, isNotFound, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext, Result } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
-import { RECORDED_AT_ONCE, reconcileHandoff } from '../handoff/index.ts';
-import { WAIT_WRITE_AFTER_MS, notBefore, type VMAction } from './decide.ts';
+import type { Handoff } from '../handoff/index.ts';
+import { notBefore, type VMAction } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
 import type { TaskMetrics } from './metrics.ts';
 import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, listOptional, taskKey, type VMObjects } from './observe.ts';
@@ -27,12 +27,13 @@ import { deriveTaskStatus } from './status.ts';
 /** While deleting: poll for the Forklift objects to be gone (Forklift may hold finalizers on them). */
 const DELETE_POLL_MS = 2_000;
 
-/** What the effects need beside the API server: the inventory, the service CIDRs, memory and metrics. */
+/** What the effects need beside the API server: the inventory, the service CIDRs, memory, metrics and the handoff. */
 export interface TaskEffects {
   inventory: TaskInventory;
   cidr: CIDRSource;
   mem: TaskMemory;
   metrics: TaskMetrics;
+  handoff: Handoff;
 }
 
 /** The service-CIDR source of a controller: the probe runs only in its own namespace. */
@@ -67,14 +68,12 @@ export interface ActionInput {
   providers: ProviderRefs;
   maps: { network: { name: string; namespace: string }; storage: { name: string; namespace: string } };
   now: Date;
+  /** Writes the task's status with this VM's status replaced, before a handoff create that needs it recorded. */
+  record: (vm: VMStatus) => Promise<void>;
 }
 
-/**
- * Executes one VM's action; returns the VM's status to record and, when sooner than the resync, a requeue.
- * `deferrable`: the action was a handoff step whose evidence the objects it wrote carry, by a VM already
- * Creating — its status need not be written before the next pass (RECORDED_AT_ONCE).
- */
-export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: ActionInput): Promise<{ status: VMStatus; requeueAfterMs?: number; deferrable?: boolean }> {
+/** Executes one VM's action; returns the VM's status to record and, when sooner than the resync, a requeue. */
+export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: ActionInput): Promise<{ status: VMStatus; requeueAfterMs?: number }> {
   const { task, action: a } = i;
   switch (a.type) {
     case 'none':
@@ -107,28 +106,24 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
       return { status: await stalledVM(ctx, fx, task, i.source, a.status, i.objects.migration!, a.status.plan ?? '', a.idleMs, a.percent) };
     case 'handoff': {
       const v = a.status;
-      const h = await reconcileHandoff(ctx, { task, spec: task.spec.vms.find((s) => s.id === v.id)!, vmName: v.name, status: v, className: task.status?.storageClass ?? '', forkliftVM: i.objects.forkliftVM, transferClaims: i.objects.transferClaims });
+      const creating = (o: Partial<VMStatus>): VMStatus => ({ ...v, phase: 'Creating', reason: TaskReason.Creating, ...o });
+      const h = await fx.handoff.reconcile(ctx, {
+        task,
+        spec: task.spec.vms.find((s) => s.id === v.id)!,
+        vmName: v.name,
+        status: v,
+        className: task.status?.storageClass ?? '',
+        forkliftVM: i.objects.forkliftVM,
+        transferClaims: i.objects.transferClaims,
+        record: (disks, vmInstance) => i.record(creating({ disks, ...(vmInstance ? { vmInstance } : {}), message: v.phase === 'Creating' ? v.message : 'handing the transferred volumes over to VMDisks' })),
+      });
       const out: VMStatus = { ...v, disks: h.disks, vmInstance: h.vmInstance ?? v.vmInstance };
       if (h.state === 'failed') return { status: failVM(out, h.reason ?? TaskReason.OutputRejected, h.message ?? 'the handoff failed'), requeueAfterMs: h.requeueAfterMs };
       if (h.state === 'done') {
         const ts = { ...(out.timestamps ?? {}), completed: notBefore(i.now, out.timestamps?.transferred) };
         return { status: { ...out, timestamps: ts, phase: 'Succeeded', reason: TaskReason.Succeeded, message: `imported as VMInstance ${out.vmInstance ?? out.name}` }, requeueAfterMs: h.requeueAfterMs };
       }
-      const message = h.message ?? 'handing the transferred volumes over to VMDisks';
-      if (v.phase === 'Creating' && h.step !== undefined) {
-        return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message }, requeueAfterMs: h.requeueAfterMs, deferrable: !RECORDED_AT_ONCE.has(h.step) };
-      }
-      // A wait not yet in the written status (the binder, CDI's adoption, a release) is written only if it
-      // lasts: most end within milliseconds, and each written one was a status patch on the way to Ready.
-      // The reconciler writes once its status has been deferred WAIT_WRITE_AFTER_MS, and this requeue
-      // makes sure a pass comes by then.
-      const written = task.status?.vms?.find((x) => x.id === v.id)?.message;
-      const newWait = v.phase === 'Creating' && h.state === 'progress' && message !== written;
-      return {
-        status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message },
-        requeueAfterMs: newWait ? Math.min(h.requeueAfterMs ?? WAIT_WRITE_AFTER_MS, WAIT_WRITE_AFTER_MS) : h.requeueAfterMs,
-        deferrable: newWait,
-      };
+      return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' }, requeueAfterMs: h.requeueAfterMs };
     }
   }
 }
@@ -145,8 +140,6 @@ export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, '
   const wrote = await patchStatus(ctx.client, GVRs.VMImportTask, task, next, { precondition: true });
   // Written on `over` (the precondition): until the cache has the write, the next pass reads it from here.
   fx.mem.ownWrites.wrote(GVRs.VMImportTask, wrote, { over });
-  // Whatever handoff steps were deferred are in this write (or were already in the status).
-  fx.mem.recorded(taskKey(task));
   // A second write in the same pass (after the preflight's) holds on the version this one made.
   if (wrote?.metadata?.resourceVersion) task.metadata.resourceVersion = wrote.metadata.resourceVersion;
   const observe = (phase: string, from: string | undefined, to: string | undefined): void => {

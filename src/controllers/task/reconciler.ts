@@ -21,7 +21,8 @@ import { TaskReason } from '../../api/conditions.ts';
 import { failVM, runPreflight, type CIDRSource, type TaskInventory } from './preflight.ts';
 import { TaskMetrics } from './metrics.ts';
 import { backfillFinished, isTerminalPhase } from './status.ts';
-import { deferStatusWrite, nextVMAction, taskGate, type VMPassResult } from './decide.ts';
+import { nextVMAction, taskGate } from './decide.ts';
+import { Handoff } from '../handoff/index.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey } from './observe.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
@@ -55,6 +56,8 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
   const resyncMs = o.resyncMs ?? DEFAULT_RESYNC_MS;
   const metrics = new TaskMetrics(o.registry ?? new Registry());
   const mem = new TaskMemory();
+  // This reconciler's handoff: what it remembers lives and dies with this reconciler.
+  const handoff = new Handoff();
   let fx: TaskEffects | undefined;
 
   const byTaskLabel = (obj: KubeObject): ObjectKey[] => {
@@ -115,6 +118,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
         cidr: o.cidr ?? defaultCIDRSource(ctx, cfg.serviceCIDR, cfg.podNamespace),
         mem,
         metrics,
+        handoff,
       };
       // From the informer cache, never behind our own last write (status, finalizer); a private copy,
       // because the reconcile edits it as it goes.
@@ -147,8 +151,8 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     },
   };
 
-  function initialVMs(task: VMImportTask, deferred: VMStatus[] | undefined): VMStatus[] {
-    const prev = deferred ?? task.status?.vms ?? [];
+  function initialVMs(task: VMImportTask): VMStatus[] {
+    const prev = task.status?.vms ?? [];
     // Until preflight resolves the default name, the VM's id stands in for it (the schema requires a
     // non-null name, and the API server refused an empty one as null).
     return task.spec.vms.map((s) => prev.find((p) => p.id === s.id) ?? { id: s.id, name: s.name ?? s.id, phase: 'Pending' as const });
@@ -156,9 +160,7 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
 
   async function drive(ctx: ReconcileContext, fx: TaskEffects, task: VMImportTask & KubeObject): Promise<Result> {
     const ns = task.metadata.namespace ?? '';
-    // Handoff steps whose status write was deferred (RECORDED_AT_ONCE): this pass starts from them while
-    // the task is still at the version they were derived from.
-    let vms = initialVMs(task, mem.deferredVMs(taskKey(task), task.metadata.resourceVersion));
+    let vms = initialVMs(task);
     const needsPreflight = vms.some((v) => v.phase !== 'Failed' && !v.plan);
 
     // 1. the source exists and is Ready
@@ -245,39 +247,30 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     const stalled: string[] = [];
     let requeueMs = Math.min(resyncMs, stallAfterMs);
     const maps = { network: { name: nmName, namespace: ns }, storage: { name: smName, namespace: ns } };
-    // The write may wait for the next pass when every change of this one is a handoff step whose evidence
-    // the objects it wrote carry (RECORDED_AT_ONCE): one status write per step made a 1-disk import ~20
-    // status patches, each a round trip on the path from the engine's Succeeded to the task's Ready.
-    const results: VMPassResult[] = [];
-    for (const v of vms) {
+    for (const [k, v] of vms.entries()) {
       if (isTerminalPhase(v.phase) || !v.plan) {
         next.push(v);
         continue;
       }
       const seen = await observeVM(ctx, mem, task, v, { now, stallAfterMs, migrationName: migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id) });
       const action = nextVMAction(seen.observation);
-      const r = await applyVMAction(ctx, fx, { task, source, action, objects: seen.objects, providers, maps, now });
+      // A handoff create is recorded first: this VM's status as it will be, the others' as this pass left them.
+      const record = async (vm: VMStatus): Promise<void> => {
+        task.status = await writeStatus(ctx, fx, task, [...next, vm, ...vms.slice(k + 1)], { storageClass });
+      };
+      const r = await applyVMAction(ctx, fx, { task, source, action, objects: seen.objects, providers, maps, now, record });
       if (r.requeueAfterMs !== undefined) requeueMs = Math.min(requeueMs, r.requeueAfterMs);
       if (r.status.timestamps?.transferred) mem.transferOver(task.metadata.uid ?? '', v.id);
       if (r.status.reason === TaskReason.Stalled) stalled.push(r.status.id);
-      results.push({ before: v, after: r.status, deferrable: r.deferrable });
       next.push(r.status);
     }
     metrics.setStalled(taskKey(task), stalled);
-    // The poll-only anchor writes every step, as the controller it stands for does: there, its own status
-    // write is what wakes its next pass (it keeps client-go's wake-up on every update), so deferring would
-    // make it wait a poll period per step and the comparison would flatter this controller.
-    // And never for long: while a handoff moves, its status is written at least every WAIT_WRITE_AFTER_MS.
-    const deferredFor = mem.deferredFor(taskKey(task), task.metadata.resourceVersion, now.getTime());
-    if (!cfg.pollOnly && deferStatusWrite(results, deferredFor) && storageClass === task.status?.storageClass) {
-      mem.defer(taskKey(task), task.metadata.resourceVersion, next, now.getTime());
-      return { requeueAfterMs: requeueMs };
-    }
+    // Level-triggered: the status this pass derived from what it observed, written if it changed.
     const st = await writeStatus(ctx, fx, task, next, { storageClass });
     if (isTerminalPhase(st.phase)) return {};
     return { requeueAfterMs: requeueMs };
   }
 
-  reconciler.memory = () => mem.sizes();
+  reconciler.memory = () => ({ ...mem.sizes(), ...handoff.memory() });
   return reconciler;
 }
