@@ -14,7 +14,7 @@ import { GVRs, type GVR } from '../../src/runtime/gvr.ts';
 import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import { Informer } from '../../src/runtime/informer.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
-import { ANNOTATION_HANDOFF, HANDOFF_SETTLED } from '../../src/api/labels.ts';
+import { ANNOTATION_HANDOFF, ANNOTATION_KEEP_VOLUMES, HANDOFF_SETTLED } from '../../src/api/labels.ts';
 import { TaskReason } from '../../src/api/conditions.ts';
 import { freshNamespace, waitFor } from './env/index.ts';
 import { bootWorld, type BootedWorld } from './fixtures.ts';
@@ -98,43 +98,63 @@ function watchRun(ns: string, point: Point, onPoint: () => void): { volumes: Map
 
 const vmOf = (t: VMImportTask | undefined) => t?.status?.vms?.[0];
 
+interface DeletedRun {
+  ns: string;
+  task: VMImportTask;
+  run: ReturnType<typeof watchRun>;
+  deletedUID: string | undefined;
+}
+
+/** One import of the one-disk VM, the output deleted the moment the watch shows the point; returns once the VM ended. */
+async function importDeletingAt(output: Output, point: Point, annotations?: Record<string, string>): Promise<DeletedRun> {
+  const ns = await freshNamespace(`del-${output}-${point}`.slice(0, 20));
+  const target = OUTPUTS[output];
+  let deletion: Promise<boolean> | undefined;
+  const result: Partial<DeletedRun> = { ns };
+  const run = watchRun(ns, point, () => {
+    deletion = (async () => {
+      // The tenant's delete, sent the moment the watch shows the point; the object's UID is taken
+      // from the same read, so a later object of that name can be told from the deleted one.
+      const cur = await c.get(target.gvr, ns, target.name);
+      result.deletedUID = cur?.metadata?.uid;
+      return cur ? await c.delete(target.gvr, ns, target.name) : false;
+    })();
+  });
+  result.run = run;
+  try {
+    await run.synced;
+    await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
+    await waitForReason(c, ns, 'vc', 'Connected');
+    await c.create(GVRs.VMImportTask, {
+      apiVersion: 'forklift.cozystack.io/v1alpha1',
+      kind: 'VMImportTask',
+      metadata: { name: 'import', namespace: ns, ...(annotations ? { annotations } : {}) },
+      spec: { sourceRef: { name: 'vc' }, storageClass: 'deleted-outputs', vms: [{ id: 'vm-1', name: VM }] },
+    } as KubeObject);
+    result.task = await waitFor(
+      'the VM to end',
+      async () => {
+        const t = (await c.get(GVRs.VMImportTask, ns, 'import')) as unknown as VMImportTask | undefined;
+        const p = vmOf(t)?.phase;
+        return p === 'Succeeded' || p === 'Failed' ? t : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
+    assert.ok(deletion, `the point ${point} was reached`);
+    assert.equal(await deletion, true, `the ${target.kind} was deleted at ${point}`);
+    return result as DeletedRun;
+  } catch (e) {
+    await run.stop();
+    throw e;
+  }
+}
+
 for (const output of Object.keys(OUTPUTS) as Output[]) {
   for (const point of POINTS.slice(POINTS.indexOf(output))) {
-    test(`the ${OUTPUTS[output].kind} deleted as soon as ${point === output ? 'it is created' : point === 'settled' ? 'the volume is settled' : `the ${point} is created`} leaves the volume intact and Retain (or the import complete), never deleted or replaced by an empty one`, async () => {
-      const ns = await freshNamespace(`del-${output}-${point}`.slice(0, 20));
+    test(`the ${OUTPUTS[output].kind} deleted as soon as ${point === output ? 'it is created' : point === 'settled' ? 'the volume is settled' : `the ${point} is created`} leaves the volume intact and Retain, the VM Failed with OutputDeleted and nothing made again`, async () => {
       const target = OUTPUTS[output];
-      let deletion: Promise<boolean> | undefined;
-      let deletedUID: string | undefined;
-      const run = watchRun(ns, point, () => {
-        deletion = (async () => {
-          // The tenant's delete, sent the moment the watch shows the point; the object's UID is taken
-          // from the same read, so a later object of that name can be told from the deleted one.
-          const cur = await c.get(target.gvr, ns, target.name);
-          deletedUID = cur?.metadata?.uid;
-          return cur ? await c.delete(target.gvr, ns, target.name) : false;
-        })();
-      });
+      const { ns, task, run, deletedUID } = await importDeletingAt(output, point);
       try {
-        await run.synced;
-        await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
-        await waitForReason(c, ns, 'vc', 'Connected');
-        await c.create(GVRs.VMImportTask, {
-          apiVersion: 'forklift.cozystack.io/v1alpha1',
-          kind: 'VMImportTask',
-          metadata: { name: 'import', namespace: ns },
-          spec: { sourceRef: { name: 'vc' }, storageClass: 'deleted-outputs', vms: [{ id: 'vm-1', name: VM }] },
-        } as KubeObject);
-        const task = await waitFor(
-          'the VM to end',
-          async () => {
-            const t = (await c.get(GVRs.VMImportTask, ns, 'import')) as unknown as VMImportTask | undefined;
-            const p = vmOf(t)?.phase;
-            return p === 'Succeeded' || p === 'Failed' ? t : undefined;
-          },
-          { timeoutMs: 120_000 },
-        );
-        assert.ok(deletion, `the point ${point} was reached`);
-        assert.equal(await deletion, true, `the ${target.kind} was deleted at ${point}`);
         const vm = vmOf(task)!;
         // The volume the transfer filled: one, never deleted, never joined by another (an empty one).
         assert.equal(run.volumes.size, 1, `one volume only: ${JSON.stringify([...run.volumes.keys()])}`);
@@ -144,23 +164,49 @@ for (const output of Object.keys(OUTPUTS) as Output[]) {
         assert.equal(pv?.metadata?.uid, pvUID, 'the very volume the transfer filled');
         assert.equal(pv?.metadata?.annotations?.[CONTENT_ANNOTATION], contentIdentity(URL_VC, 'vm-1', world.vms[0]!.disks[0]!), 'its content');
         // Deleted before the VM completed, the output cannot be complete unless it was made again: the VM fails.
-        {
-          assert.equal(vm.phase, 'Failed', `${vm.phase}: ${vm.message}`);
-          assert.equal(vm.reason, TaskReason.OutputDeleted, vm.message);
-          assert.match(vm.message ?? '', new RegExp(`${target.kind === 'PersistentVolumeClaim' ? '(PersistentVolumeClaim|DataVolume|VMDisk)' : target.kind === 'DataVolume' ? '(DataVolume|PersistentVolumeClaim)' : '(VMDisk|DataVolume|PersistentVolumeClaim)'} \\S+ was (being )?deleted`));
-          assert.match(vm.message ?? '', new RegExp(`PersistentVolume ${pvName} \\(disk 0, 2Gi\\) is kept with reclaim policy Retain, held by this task: deleting the task releases it`));
-          assert.equal((pv?.spec as { persistentVolumeReclaimPolicy?: string }).persistentVolumeReclaimPolicy, 'Retain', 'the volume stays Retain');
-          // The deleted output is not made again (the same UID may linger while it terminates).
-          const again = await waitFor(`the deleted ${target.kind} to be gone`, async () => {
-            const cur = await c.get(target.gvr, ns, target.name);
-            return !cur || cur.metadata?.uid !== deletedUID ? { cur } : undefined;
-          });
-          assert.equal(again.cur, undefined, `the deleted ${target.kind} was re-created`);
-          if (point !== 'vminstance') assert.equal(await c.get(GVRs.VMInstance, ns, VM), undefined, 'no VMInstance over a missing disk');
-        }
+        assert.equal(vm.phase, 'Failed', `${vm.phase}: ${vm.message}`);
+        assert.equal(vm.reason, TaskReason.OutputDeleted, vm.message);
+        assert.match(vm.message ?? '', /(PersistentVolumeClaim|DataVolume|VMDisk) \S+ was (being )?deleted/);
+        assert.match(vm.message ?? '', new RegExp(`PersistentVolume ${pvName} \\(disk 0, 2Gi\\) is kept with reclaim policy Retain, held by this task: deleting the task releases it`));
+        assert.equal((pv?.spec as { persistentVolumeReclaimPolicy?: string }).persistentVolumeReclaimPolicy, 'Retain', 'the volume stays Retain');
+        assert.deepEqual(task.status?.heldVolumes, [{ name: pvName, vm: 'vm-1', disk: 0, capacityBytes: 2 * 2 ** 30 }], 'the task lists the volume it holds');
+        // The deleted output is not made again (the same UID may linger while it terminates).
+        const again = await waitFor(`the deleted ${target.kind} to be gone`, async () => {
+          const cur = await c.get(target.gvr, ns, target.name);
+          return !cur || cur.metadata?.uid !== deletedUID ? { cur } : undefined;
+        });
+        assert.equal(again.cur, undefined, `the deleted ${target.kind} was re-created`);
+        if (point !== 'vminstance') assert.equal(await c.get(GVRs.VMInstance, ns, VM), undefined, 'no VMInstance over a missing disk');
       } finally {
         await run.stop();
       }
     });
   }
 }
+
+test('deleting the task of a VM failed in the handoff releases its volume under the class’s Delete policy: no Released volume is left', async () => {
+  const { ns, run } = await importDeletingAt('vmdisk', 'vmdisk');
+  try {
+    const [pvName] = [...run.volumes.keys()];
+    await c.delete(GVRs.VMImportTask, ns, 'import');
+    await waitFor('the task to be gone', async () => ((await c.get(GVRs.VMImportTask, ns, 'import')) ? undefined : true), { timeoutMs: 60_000 });
+    await waitFor(`volume ${pvName} to be deleted under Delete`, async () => ((await c.get(GVRs.PersistentVolume, undefined, pvName!)) ? undefined : true), { timeoutMs: 60_000 });
+    assert.deepEqual(run.deletedVolumes, [pvName], 'the volume went only once the task was deleted');
+  } finally {
+    await run.stop();
+  }
+});
+
+test(`a task annotated ${ANNOTATION_KEEP_VOLUMES}=true keeps the volumes of its failed VMs on Retain after it is deleted, for an admin`, async () => {
+  const { ns, run } = await importDeletingAt('vmdisk', 'vmdisk', { [ANNOTATION_KEEP_VOLUMES]: 'true' });
+  try {
+    const [pvName] = [...run.volumes.keys()];
+    await c.delete(GVRs.VMImportTask, ns, 'import');
+    await waitFor('the task to be gone', async () => ((await c.get(GVRs.VMImportTask, ns, 'import')) ? undefined : true), { timeoutMs: 60_000 });
+    const pv = await c.get(GVRs.PersistentVolume, undefined, pvName!);
+    assert.equal((pv?.spec as { persistentVolumeReclaimPolicy?: string } | undefined)?.persistentVolumeReclaimPolicy, 'Retain');
+    assert.deepEqual(run.deletedVolumes, []);
+  } finally {
+    await run.stop();
+  }
+});

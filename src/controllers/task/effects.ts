@@ -3,7 +3,7 @@
 // Events and metrics, and the deletion of a task's Forklift objects. Each write is idempotent or carries
 // preconditions, so a step decided on a stale read fails harmlessly and a crash between two is resumed.
 import { TaskReason } from '../../api/conditions.ts';
-import { FINALIZER, LABEL_TASK_UID, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
+import { ANNOTATION_KEEP_VOLUMES, CLAIM_FINALIZER, FINALIZER, LABEL_TASK_UID, LABEL_VM_ID, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
 import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
 import { translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
 import type { ProviderRefs } from '../../forklift/maps.ts';
@@ -17,6 +17,7 @@ import { ApiError, isAlreadyExists, isNotFound, type KubeObject } from '../../ru
 import type { ReconcileContext, Result } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
 import type { Handoff } from '../handoff/index.ts';
+import { desiredReclaimPolicy } from '../handoff/plan.ts';
 import { notBefore, type VMAction } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
 import type { TaskMetrics } from './metrics.ts';
@@ -284,12 +285,16 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
   fx.metrics.setStalled(key, []);
   if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) return {};
   const mine = { [LABEL_TASK_UID]: task.metadata.uid ?? '' };
+  // The volumes the task holds (its failed VMs', and those of a handoff it did not finish) leave its
+  // custody first, so that nothing deleted below can release one under the wrong policy.
+  const keep = await releaseCustody(ctx, task);
   let remaining = 0;
   if (ctx.installed(GVRs.Plan)) {
     const migrations = await listOptional(ctx, GVRs.Migration, ns, mine);
     const plans = await listOptional(ctx, GVRs.Plan, ns, mine);
-    // Claims already being handed off belong to the handoff: never delete them under it.
-    const handedOff = new Set((task.status?.vms ?? []).flatMap((v) => (v.disks ?? []).filter((d) => d.handoff && d.transferClaim).map((d) => d.transferClaim!)));
+    // Claims already being handed off belong to the handoff: deleted only once their volume is released
+    // under its class's policy (above), never while it is kept for an admin.
+    const handedOff = new Set(!keep ? [] : (task.status?.vms ?? []).flatMap((v) => (v.disks ?? []).filter((d) => d.handoff && d.transferClaim).map((d) => d.transferClaim!)));
     for (const m of migrations) {
       // Deleting the active Migration cancels the run (docs/forklift-contract.md, Plan).
       if (await ctx.client.delete(GVRs.Migration, ns, m.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;
@@ -302,7 +307,7 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
           if (n.startsWith(VMDISK_RELEASE_PREFIX) || handedOff.has(n)) continue;
           // The handoff's first step labels the volume with this task's UID before anything else; a
           // claim whose volume carries it is being handed off even if that status write was lost.
-          const volume = gvr === GVRs.PersistentVolumeClaim ? (o as { spec?: { volumeName?: string } }).spec?.volumeName : undefined;
+          const volume = gvr === GVRs.PersistentVolumeClaim && keep ? (o as { spec?: { volumeName?: string } }).spec?.volumeName : undefined;
           if (volume && (await ctx.client.get(GVRs.PersistentVolume, undefined, volume))?.metadata?.labels?.[LABEL_TASK_UID] === task.metadata.uid) continue;
           if (await ctx.client.delete(gvr, ns, n, { propagationPolicy: 'Background' })) remaining++;
         }
@@ -322,4 +327,37 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
     if (!isNotFound(e)) throw e;
   }
   return {};
+}
+
+/**
+ * On the task's deletion: every volume the handoff marked as this task's, of a VM that did not succeed,
+ * goes back to its storage class's reclaim policy (Delete when the class is gone or names none) — a
+ * Released one is then deleted by its provisioner, so no Released volume of the task outlives it — unless
+ * the task carries ANNOTATION_KEEP_VOLUMES=true, which keeps them on Retain for an admin. The handoff's
+ * finalizer leaves the task's claims either way. A succeeded VM's volumes are the tenant's: untouched.
+ * Returns whether the volumes are kept.
+ */
+async function releaseCustody(ctx: ReconcileContext, task: VMImportTask & KubeObject): Promise<boolean> {
+  const uid = task.metadata.uid ?? '';
+  const ns = task.metadata.namespace ?? '';
+  const keep = task.metadata.annotations?.[ANNOTATION_KEEP_VOLUMES] === 'true';
+  const succeeded = new Set((task.status?.vms ?? []).filter((v) => v.phase === 'Succeeded').map((v) => v.id));
+  const pvs = (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: `${LABEL_TASK_UID}=${uid}` })).items;
+  const classes = new Map<string, Promise<KubeObject | undefined>>();
+  for (const pv of pvs) {
+    if (keep || succeeded.has(pv.metadata?.labels?.[LABEL_VM_ID] ?? '')) continue;
+    const spec = (pv.spec ?? {}) as { persistentVolumeReclaimPolicy?: string; storageClassName?: string };
+    const className = spec.storageClassName || task.status?.storageClass || '';
+    if (!classes.has(className)) classes.set(className, className ? ctx.client.get<KubeObject>(GVRs.StorageClass, undefined, className) : Promise.resolve(undefined));
+    const policy = desiredReclaimPolicy(await classes.get(className)!);
+    if (spec.persistentVolumeReclaimPolicy === policy) continue;
+    await ctx.client.patch(GVRs.PersistentVolume, undefined, pv.metadata!.name!, { metadata: { resourceVersion: pv.metadata?.resourceVersion }, spec: { persistentVolumeReclaimPolicy: policy } });
+  }
+  for (const claim of (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolumeClaim, ns, { labelSelector: `${LABEL_TASK_UID}=${uid}` })).items) {
+    if (!(claim.metadata?.finalizers ?? []).includes(CLAIM_FINALIZER)) continue;
+    await ctx.client.patch(GVRs.PersistentVolumeClaim, ns, claim.metadata!.name!, {
+      metadata: { resourceVersion: claim.metadata?.resourceVersion, finalizers: (claim.metadata?.finalizers ?? []).filter((f) => f !== CLAIM_FINALIZER) },
+    });
+  }
+  return keep;
 }

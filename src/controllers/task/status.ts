@@ -1,6 +1,6 @@
 // Pure derivation of a VMImportTask's phase, conditions and aggregate progress from its per-VM states.
 import { CONDITION_FINISHED, CONDITION_READY, CONDITION_TRANSFERRED, CONDITION_VALIDATED, REASON_IN_PROGRESS, TaskReason } from '../../api/conditions.ts';
-import type { TaskPhase, VMImportTaskStatus, VMPhase, VMStatus } from '../../api/types.ts';
+import type { HeldVolume, TaskPhase, VMImportTaskStatus, VMPhase, VMStatus } from '../../api/types.ts';
 import { setCondition } from '../../runtime/status.ts';
 
 /** Reasons for the True side of Validated/Transferred (not failure reasons, so not in TaskReason). */
@@ -47,6 +47,22 @@ export function aggregateProgress(vms: VMStatus[]): number {
     return round(done / total);
   }
   return round(vms.reduce((a, v) => a + fraction(v), 0) / vms.length);
+}
+
+/**
+ * The volumes the task holds for its failed VMs: every disk whose handoff had begun (its volume marked and
+ * put on Retain, where the handoff keeps it when the VM fails — handoff/index.ts, keepInCustody).
+ */
+export function heldVolumes(vms: readonly VMStatus[]): HeldVolume[] {
+  const out: HeldVolume[] = [];
+  for (const v of vms) {
+    if (v.phase !== 'Failed') continue;
+    for (const d of v.disks ?? []) {
+      if (!d.handoff || !d.volumeName) continue;
+      out.push({ name: d.volumeName, vm: v.id, disk: d.index, ...(d.capacityBytes !== undefined ? { capacityBytes: d.capacityBytes } : {}) });
+    }
+  }
+  return out;
 }
 
 /**
@@ -161,6 +177,7 @@ export function deriveTaskStatus(i: DeriveInput): VMImportTaskStatus {
     conds = setCondition(conds, { type: CONDITION_TRANSFERRED, status: 'False', reason, message: terminal ? 'no VM was transferred' : `${transferred.length} of ${live.length} VMs transferred` }, now, i.generation);
   }
 
+  const held = heldVolumes(vms);
   const out: VMImportTaskStatus = {
     observedGeneration: i.generation,
     phase,
@@ -170,6 +187,7 @@ export function deriveTaskStatus(i: DeriveInput): VMImportTaskStatus {
     message: readyMessage,
     storageClass: i.storageClass ?? prev.storageClass,
     progress: aggregateProgress(vms),
+    ...(held.length ? { heldVolumes: held } : {}),
     vms: vms.map((v0) => {
       const v = withLiveFigures(v0);
       const d = downtimeSeconds(v);
