@@ -202,6 +202,8 @@ interface HandoffState {
 interface Reader {
   live: boolean;
   st: HandoffState;
+  /** True where a watch feeds a cache of the kind. */
+  watched(gvr: GVR): boolean;
   counters: ReadCounters;
   /** Any object: absent from a label-filtered cache, the API server is asked (it may lack the labels). */
   get(gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined>;
@@ -222,6 +224,7 @@ function reader(ctx: ReconcileContext, st: HandoffState, live: boolean): Reader 
   return {
     live,
     st,
+    watched: (gvr) => !!ctx.cache(gvr),
     counters,
     get: (gvr, ns, name) => st.ex.get(ctx, gvr, ns, name, { live, counters }),
     own: (gvr, ns, name) => st.ex.get(ctx, gvr, ns, name, { live, counters, trustAbsence: true }),
@@ -267,7 +270,8 @@ const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
 async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean; foreignCheck?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
   const read = o.foreignCheck ? rd.get : rd.own;
   const readVMDisk = async (): Promise<KubeObject | undefined> => {
-    const known = rd.live ? undefined : rd.st.known.get(vmDiskKey(ns, d.vmDisk));
+    // Only where no watch reports VMDisks: a watched VMDisk's deletion shows in its cache.
+    const known = rd.live || rd.watched(GVRs.VMDisk) ? undefined : rd.st.known.get(vmDiskKey(ns, d.vmDisk));
     const obj = known ?? (await read(GVRs.VMDisk, ns, d.vmDisk));
     if (obj && !known && hasOutputMarkers(obj, markers)) rd.st.known.set(vmDiskKey(ns, d.vmDisk), obj);
     return obj;
@@ -377,8 +381,11 @@ async function createOutput(ctx: ReconcileContext, st: HandoffState, gvr: GVR, o
   const ex = st.ex;
   try {
     const created = await ctx.client.create(gvr, obj);
-    // Made on no object: until the cache holds it, the created object answers (no read behind our create).
-    ex.wrote(gvr, created, { over: null });
+    // Read from the API server until the cache shows this very version. Not answered from the create's
+    // response while the cache lacks it: an output deleted right after its create never shows in the cache,
+    // and the answer would make it look alive until the expectation lapsed — a VMDisk created over a
+    // DataVolume already gone, whose chart then makes an empty one.
+    ex.wrote(gvr, created);
     if (gvr === GVRs.VMDisk) st.known.set(vmDiskKey(created.metadata?.namespace ?? '', created.metadata?.name ?? ''), created);
     return {};
   } catch (e) {

@@ -337,7 +337,7 @@ test('each output whose create was recorded and is now missing or being deleted 
 });
 
 test('the steps after which data cannot come back are the ones decided on a live observation', () => {
-  assert.deepEqual([...IRREVERSIBLE_STEPS].sort(), [Step.CreateVMInstance, Step.DeleteTransferClaim, Step.DeleteTransferDataVolume, Step.ReleaseClaims, Step.SettleVolume].sort());
+  assert.deepEqual([...IRREVERSIBLE_STEPS].sort(), [Step.CreateDataVolume, Step.CreateVMDisk, Step.CreateVMInstance, Step.DeleteTransferClaim, Step.DeleteTransferDataVolume, Step.ReleaseClaims, Step.SettleVolume].sort());
   assert.deepEqual([...RECORDED_BEFORE].sort(), [Step.CreateClaim, Step.CreateDataVolume, Step.CreateVMDisk].sort());
 });
 

@@ -28,12 +28,18 @@ import { Step, checkpointReached, type StepName } from './steps.ts';
  * - release-claims (the claims' finalizer goes, after which a deleted claim releases its volume under
  *   the class's policy): read live, every output of the VM exists, none is being deleted, every release
  *   deployed; each claim's patch carries its resourceVersion.
+ * - create-datavolume and create-vmdisk (each makes CDI or the VMDisk chart act on what it finds: a
+ *   DataVolume over a claim gone provisions an empty volume in its place, and a VMDisk over a DataVolume
+ *   gone makes its chart create an empty one): read live, the claim (and for the VMDisk, the DataVolume)
+ *   exists and is not being deleted.
  * - create-vminstance (not destructive, but irreversible for the tenant: a VMInstance over a missing
  *   disk): read live, every disk's VMDisk, DataVolume and claim exist and none is being deleted.
  */
 export const IRREVERSIBLE_STEPS: ReadonlySet<StepName> = new Set([
   Step.DeleteTransferDataVolume,
   Step.DeleteTransferClaim,
+  Step.CreateDataVolume,
+  Step.CreateVMDisk,
   Step.SettleVolume,
   Step.CreateVMInstance,
   Step.ReleaseClaims,
