@@ -210,3 +210,33 @@ test(`a task annotated ${ANNOTATION_KEEP_VOLUMES}=true keeps the volumes of its 
     await run.stop();
   }
 });
+
+test('a VM whose import failed in the handoff imports again with a new task in the same namespace, the first task still holding its volume', async () => {
+  const { ns, run } = await importDeletingAt('vmdisk', 'vmdisk');
+  try {
+    const [firstPV] = [...run.volumes.keys()];
+    await c.create(GVRs.VMImportTask, {
+      apiVersion: 'forklift.cozystack.io/v1alpha1',
+      kind: 'VMImportTask',
+      metadata: { name: 'again', namespace: ns },
+      spec: { sourceRef: { name: 'vc' }, storageClass: 'deleted-outputs', vms: [{ id: 'vm-1', name: VM }] },
+    } as KubeObject);
+    const again = await waitFor(
+      'the second import to end',
+      async () => {
+        const t = (await c.get(GVRs.VMImportTask, ns, 'again')) as unknown as VMImportTask | undefined;
+        const p = vmOf(t)?.phase;
+        return p === 'Succeeded' || p === 'Failed' ? t : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
+    const vm = vmOf(again)!;
+    assert.equal(vm.phase, 'Succeeded', `${vm.reason}: ${vm.message}`);
+    assert.ok(await c.get(GVRs.VMInstance, ns, VM), 'the VMInstance of the second import');
+    assert.ok(await c.get(GVRs.VMDisk, ns, DISK), 'its VMDisk');
+    const held = await c.get(GVRs.PersistentVolume, undefined, firstPV!);
+    assert.equal((held?.spec as { persistentVolumeReclaimPolicy?: string } | undefined)?.persistentVolumeReclaimPolicy, 'Retain', 'the first import’s volume is still held');
+  } finally {
+    await run.stop();
+  }
+});

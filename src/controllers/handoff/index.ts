@@ -594,9 +594,9 @@ export interface KeptVolume {
 
 /**
  * Puts every volume marked as this VM's disk back on reclaim policy Retain (read live, patched on the
- * resourceVersion read), then takes the handoff's finalizer off its target claims: a claim deleted
- * meanwhile can go only once its volume can no longer be deleted with it. Idempotent; a conflict throws
- * (the caller retries the whole pass).
+ * resourceVersion read), removes any output of ours that would be filled again with nothing (below), then
+ * takes the handoff's finalizer off its target claims: a claim deleted meanwhile can go only once its
+ * volume can no longer be deleted with it. Idempotent; a conflict throws (the caller retries the pass).
  */
 async function keepInCustody(ctx: ReconcileContext, st: HandoffState, input: HandoffInput): Promise<KeptVolume[]> {
   const ns = input.task.metadata.namespace!;
@@ -614,15 +614,46 @@ async function keepInCustody(ctx: ReconcileContext, st: HandoffState, input: Han
     }
     kept.push({ name, disk: markedDiskIndex(pv), capacity: (pv.spec as { capacity?: { storage?: string } } | undefined)?.capacity?.storage });
   }
-  const claimNames = new Set([...(input.status.disks ?? []).map((d) => vmDiskClaimName(d.vmDisk)), ...kept.map((k) => (k.disk === undefined ? '' : vmDiskClaimName(vmDiskName(input.vmName, k.disk))))]);
-  for (const name of claimNames) {
-    if (!name) continue;
-    const claim = await ctx.client.get<KubeObject>(GVRs.PersistentVolumeClaim, ns, name);
+  const markers: Markers = { taskUid: uid, vmId: input.spec.id };
+  const diskNames = new Set([...(input.status.disks ?? []).map((d) => d.vmDisk), ...kept.map((k) => (k.disk === undefined ? '' : vmDiskName(input.vmName, k.disk)))]);
+  for (const disk of diskNames) {
+    if (!disk) continue;
+    const name = vmDiskClaimName(disk);
+    const [claim, dv, vmDisk] = await Promise.all([
+      ctx.client.get<KubeObject>(GVRs.PersistentVolumeClaim, ns, name),
+      ctx.client.get<KubeObject>(GVRs.DataVolume, ns, name),
+      ctx.client.get<KubeObject>(GVRs.VMDisk, ns, disk),
+    ]);
+    // An output of ours left over a claim or DataVolume that is gone would be filled again with nothing:
+    // CDI re-creates a missing claim for its DataVolume (an empty volume), and the VMDisk's chart re-creates
+    // its missing DataVolume blank. They go too; the data stays on its volume, on Retain.
+    const claimGone = !claim || !!claim.metadata?.deletionTimestamp;
+    const dvGone = !dv || !!dv.metadata?.deletionTimestamp;
+    if ((claimGone || dvGone) && vmDisk && !vmDisk.metadata?.deletionTimestamp && hasOutputMarkers(vmDisk, markers)) {
+      await ctx.client.delete(GVRs.VMDisk, ns, disk, { uid: vmDisk.metadata?.uid, propagationPolicy: 'Background' });
+      st.ex.deleted(GVRs.VMDisk, ns, disk, vmDisk.metadata?.uid);
+    }
+    if (claimGone && dv && !dvGone && hasOutputMarkers(dv, markers)) {
+      await ctx.client.delete(GVRs.DataVolume, ns, name, { uid: dv.metadata?.uid, propagationPolicy: 'Background' });
+      st.ex.deleted(GVRs.DataVolume, ns, name, dv.metadata?.uid);
+    }
     if (!claim || !holdsClaim(claim) || claim.metadata?.labels?.[LABEL_TASK_UID] !== uid) continue;
     const written = await ctx.client.patch<KubeObject>(GVRs.PersistentVolumeClaim, ns, name, {
       metadata: { resourceVersion: claim.metadata?.resourceVersion, finalizers: (claim.metadata?.finalizers ?? []).filter((f) => f !== CLAIM_FINALIZER) },
     });
     st.ex.wrote(GVRs.PersistentVolumeClaim, written, { over: claim.metadata?.resourceVersion });
+  }
+  // The VirtualMachine Forklift built carries the source VM's name: while it stays, a new task importing
+  // the same VM into this namespace fails (virtualmachines.kubevirt.io "<name>" already exists). Once every
+  // one of its disks is on a volume of ours on Retain, it holds nothing the data needs: it goes (claims it
+  // still owns go with it, their volumes Released and kept). Before that — a failure ahead of the first
+  // step — it stays: its claims' volumes may still be on Delete.
+  const vm = input.forkliftVM;
+  const scaffoldDisks = vm ? readScaffoldingDisks(vm).length : 0;
+  if (vm && !vm.metadata?.deletionTimestamp && scaffoldDisks > 0 && kept.length >= scaffoldDisks) {
+    await ctx.client.delete(GVRs.VirtualMachine, ns, vm.metadata!.name!, { uid: vm.metadata?.uid, propagationPolicy: 'Background' }).catch((e: unknown) => {
+      if (!isConflict(e)) throw e;
+    });
   }
   return kept.sort((a, b) => (a.disk ?? 0) - (b.disk ?? 0));
 }
