@@ -56,6 +56,8 @@ export interface ControllerConfig {
   pollOnly: boolean;
   /** Requeue period in poll-only mode (the anchor polls every 20 s while a transfer runs). */
   pollIntervalMs: number;
+  /** A transfer that moved nothing for this long is reported Stalled with a diagnosis (default 600 s). */
+  taskStallAfterSeconds?: number;
   /**
    * The platform allows tasks with spec.guestConversion (chart value guestConversion.enabled): the
    * administrator states that every node carries the seccomp profile virt-v2v's libguestfs needs to
@@ -152,6 +154,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
   const pollIntervalMs = pollRaw === undefined ? 20_000 : Number(pollRaw);
   if (!Number.isInteger(pollIntervalMs) || pollIntervalMs < 1) throw new ConfigError(`--poll-interval-ms: not a positive number of milliseconds: ${pollRaw}`);
   const pollOnly = flags.has('poll-only') ? parseBool(flags.get('poll-only')!, '--poll-only') : false;
+  const stallRaw = env.MC_TASK_STALL_AFTER_SECONDS;
+  const stallSeconds = stallRaw === undefined || stallRaw === '' ? undefined : Number(stallRaw);
+  if (stallSeconds !== undefined && !(Number.isFinite(stallSeconds) && stallSeconds > 0)) throw new ConfigError(`MC_TASK_STALL_AFTER_SECONDS: not a positive number of seconds: ${stallRaw}`);
   const gc = get('guest-conversion', 'GUEST_CONVERSION_ENABLED');
   const guestConversion = gc === undefined || gc === '' ? false : parseBool(gc, '--guest-conversion');
   const logLevel = get('log-level', 'LOG_LEVEL') || 'info';
@@ -199,5 +204,6 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     pollOnly,
     pollIntervalMs,
     guestConversion,
+    ...(stallSeconds ? { taskStallAfterSeconds: stallSeconds } : {}),
   };
 }

@@ -52,7 +52,7 @@ export const DEFAULT_RESYNC_MS = 30_000;
 const WAITING_RESYNC_MS = 60_000;
 
 export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions = {}): Reconciler {
-  const stallAfterMs = o.stallAfterMs ?? (Number(process.env.MC_TASK_STALL_AFTER_SECONDS) * 1000 || DEFAULT_STALL_AFTER_MS);
+  const stallAfterMs = o.stallAfterMs ?? (cfg.taskStallAfterSeconds ? cfg.taskStallAfterSeconds * 1000 : DEFAULT_STALL_AFTER_MS);
   const resyncMs = o.resyncMs ?? DEFAULT_RESYNC_MS;
   const metrics = new TaskMetrics(o.registry ?? new Registry());
   const mem = new TaskMemory();
