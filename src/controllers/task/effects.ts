@@ -82,8 +82,7 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
     case 'fail':
       return { status: a.status };
     case 'create-plan': {
-      const plan = await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage }));
-      if (plan.metadata?.uid) fx.mem.planOwners.set(plan.metadata.uid, taskKey(task));
+      await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage }));
       return { status: a.status };
     }
     case 'create-migration':

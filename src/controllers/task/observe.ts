@@ -85,7 +85,6 @@ export async function observeVM(ctx: ReconcileContext, mem: TaskMemory, task: VM
   let plan = await getCached(ctx, mem, GVRs.Plan, ns, v0.plan ?? '');
   if (!plan && started) plan = await ctx.client.get(GVRs.Plan, ns, v0.plan ?? ''); // absence that fails the VM: confirmed live
   if (!plan) return { observation, objects };
-  if (plan.metadata?.uid) mem.planOwners.set(plan.metadata.uid, taskKey(task));
   objects.plan = plan;
   observation.plan = { verdict: readPlanVerdict(plan) };
   let mig = await getCached(ctx, mem, GVRs.Migration, ns, o.migrationName);

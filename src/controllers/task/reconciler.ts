@@ -64,10 +64,18 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     const l = obj.metadata?.labels ?? {};
     return l[LABEL_TASK] ? [{ namespace: obj.metadata?.namespace ?? '', name: l[LABEL_TASK] }] : [];
   };
-  const byPlanLabel = (obj: KubeObject): ObjectKey[] => {
+  /**
+   * Forklift's transfer claims, DataVolumes and VirtualMachines carry only the UID of their Plan: the
+   * Plan, found by that UID among the cached Plans of the object's namespace (the namespace index), names
+   * its task in a label. Nothing a reconcile remembered is needed, so the first event after a restart maps.
+   */
+  const byPlanLabel = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): ObjectKey[] => {
     const uid = obj.metadata?.labels?.[PLAN_LABEL];
-    const k = uid ? mem.planOwners.get(uid) : undefined;
-    return k ? [k] : [];
+    const ns = obj.metadata?.namespace ?? '';
+    if (!uid) return [];
+    const plan = cache(GVRs.Plan)?.list(ns).find((p) => p.metadata?.uid === uid);
+    const task = plan?.metadata?.labels?.[LABEL_TASK];
+    return task ? [{ namespace: ns, name: task }] : [];
   };
   /** A volume the handoff marked: its task's name is a label, its namespace the claim it is bound to. */
   const byVolume = (obj: KubeObject): ObjectKey[] => {
@@ -75,9 +83,11 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     const ns = ((obj as { spec?: { claimRef?: { namespace?: string } } }).spec?.claimRef?.namespace ?? '') || '';
     return task && ns ? [{ namespace: ns, name: task }] : [];
   };
-  const bySource = (obj: KubeObject): ObjectKey[] => {
-    const set = mem.sourceTasks.get(keyString({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' }));
-    return set ? [...set].map((k) => ({ namespace: obj.metadata?.namespace ?? '', name: k })) : [];
+  /** A source wakes the tasks of its namespace that reference it (the task cache's namespace index). */
+  const bySource = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): ObjectKey[] => {
+    const ns = obj.metadata?.namespace ?? '';
+    const name = obj.metadata?.name;
+    return (cache(GVRs.VMImportTask)?.list(ns) ?? []).filter((t) => (t as unknown as VMImportTask).spec?.sourceRef?.name === name).map((t) => ({ namespace: ns, name: t.metadata?.name ?? '' }));
   };
 
   const ourSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
@@ -140,7 +150,6 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
         if (backfilled) mem.ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
         return {};
       }
-      mem.sourceOf(key, task.spec.sourceRef.name);
       if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {
         mem.ownWrites.wrote(GVRs.VMImportTask, await ctx.client.patch<KubeObject>(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } }), {
           over: task.metadata.resourceVersion,
