@@ -6,15 +6,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import { CDI_POPULATED_FOR, CLAIM_FINALIZER, LABEL_TASK_UID, LABEL_VM_ID } from '../../api/labels.ts';
+import { ANNOTATION_BIND_REQUESTED, CDI_POPULATED_FOR, CLAIM_FINALIZER, LABEL_TASK_UID, LABEL_VM_ID } from '../../api/labels.ts';
 import { TaskReason } from '../../api/conditions.ts';
-import type { DiskStatus, TaskVM, VMImportTask } from '../../api/types.ts';
+import type { DiskStatus, TaskVM, VMImportTask, VMStatus } from '../../api/types.ts';
 import { markerLabels, renderHandoffDataVolume, renderTargetClaim, volumeFacts } from '../../cozystack/render.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext } from '../../runtime/reconciler.ts';
-import { Handoff, type HandoffInput } from './index.ts';
-import { Step } from './steps.ts';
+import { Handoff, handoffHooks, type HandoffInput, type HandoffOutcome } from './index.ts';
+import { HANDOFF_STEPS, Step, type StepName } from './steps.ts';
 
 const NS = 'tenant';
 const TASK: VMImportTask = { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 'import', namespace: NS, uid: 'task-uid' }, spec: { sourceRef: { name: 'vc' }, vms: [{ id: 'vm-1', name: 'db' }] } };
@@ -49,6 +49,45 @@ class FakeAPI {
   client(): KubeClient {
     return fakeClient(this);
   }
+
+  /** Deletion as the API server and the garbage collector do it: finalizers hold, dependents follow or are orphaned. */
+  remove(gvr: GVR, cur: KubeObject, propagation?: string): void {
+    if ((cur.metadata?.finalizers ?? []).length) {
+      if (!cur.metadata?.deletionTimestamp) this.put(gvr, { ...cur, metadata: { ...cur.metadata, deletionTimestamp: 'now' } });
+      return;
+    }
+    this.objects.delete(this.key(gvr, cur.metadata?.namespace, cur.metadata!.name!));
+    this.deleted.push(`${gvr.kind}/${cur.metadata!.name}`);
+    for (const [k, o] of [...this.objects]) {
+      const refs = o.metadata?.ownerReferences ?? [];
+      if (!refs.some((r) => r.uid === cur.metadata?.uid)) continue;
+      if (propagation === 'Orphan') {
+        o.metadata!.ownerReferences = refs.filter((r) => r.uid !== cur.metadata?.uid);
+      } else {
+        const kind = k.split('/')[0]!;
+        this.remove(Object.values(GVRs).find((g) => g.kind === kind)!, o);
+      }
+    }
+  }
+
+  /** A terminating object whose last finalizer went is deleted. */
+  finish(gvr: GVR, o: KubeObject): void {
+    if (o.metadata?.deletionTimestamp && !(o.metadata.finalizers ?? []).length) this.remove(gvr, o);
+  }
+
+  /** Everything deleted, as kind/name. */
+  readonly deleted: string[] = [];
+}
+
+/** A JSON merge patch (RFC 7386). */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return structuredClone(patch);
+  const out: Record<string, unknown> = target && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
 }
 
 function fakeClient(self: FakeAPI): KubeClient {
@@ -79,17 +118,20 @@ function fakeClient(self: FakeAPI): KubeClient {
         self.calls.push({ verb: 'patch', kind: gvr.kind, name, body });
         const cur = self.find(gvr, ns, name);
         if (!cur) throw new ApiError(404, 'NotFound', 'not found');
-        const { resourceVersion, ...meta } = body.metadata ?? {};
-        if (resourceVersion && resourceVersion !== cur.metadata?.resourceVersion) throw new ApiError(409, 'Conflict', 'the object has been modified');
-        const next = { ...cur, metadata: { ...cur.metadata, ...meta } as KubeObject['metadata'], ...(body.spec ? { spec: { ...(cur.spec as object), ...body.spec } } : {}) };
-        return self.put(gvr, next);
+        const rv = body.metadata?.resourceVersion;
+        if (rv && rv !== cur.metadata?.resourceVersion) throw new ApiError(409, 'Conflict', 'the object has been modified');
+        const next = mergePatch(cur, body) as KubeObject;
+        next.metadata = { ...next.metadata, resourceVersion: cur.metadata?.resourceVersion };
+        const written = self.put(gvr, next);
+        self.finish(gvr, written);
+        return written;
       },
-      delete: async (gvr: GVR, ns: string | undefined, name: string, o: { uid?: string } = {}) => {
+      delete: async (gvr: GVR, ns: string | undefined, name: string, o: { uid?: string; propagationPolicy?: string } = {}) => {
         self.calls.push({ verb: 'delete', kind: gvr.kind, name });
         const cur = self.find(gvr, ns, name);
         if (!cur) return false;
         if (o.uid && o.uid !== cur.metadata?.uid) throw new ApiError(409, 'Conflict', 'uid precondition');
-        self.objects.delete(self.key(gvr, ns, name));
+        self.remove(gvr, cur, o.propagationPolicy);
         return true;
       },
     } as unknown as KubeClient;
@@ -166,7 +208,7 @@ test('a VMDisk deleted after its create was recorded fails the VM with OutputDel
   assert.match(out.message ?? '', /^PersistentVolumeClaim vm-disk-db-disk-0 was being deleted .*; the VM is not finished and no VMInstance is created over it\. PersistentVolume pv-1 \(disk 0, 2Gi\) is kept with reclaim policy Retain, held by this task: deleting the task releases it under its storage class's reclaim policy, unless the task is annotated forklift\.cozystack\.io\/keep-volumes=true$/);
   const pv = api.find(GVRs.PersistentVolume, undefined, 'pv-1')!;
   assert.equal((pv.spec as { persistentVolumeReclaimPolicy?: string }).persistentVolumeReclaimPolicy, 'Retain');
-  assert.deepEqual(api.find(GVRs.PersistentVolumeClaim, NS, 'vm-disk-db-disk-0')!.metadata!.finalizers, [], 'the claim may go: its volume is Retain');
+  assert.equal(api.find(GVRs.PersistentVolumeClaim, NS, 'vm-disk-db-disk-0'), undefined, 'out of custody, the terminating claim went: its volume is Retain');
   assert.equal(api.find(GVRs.VirtualMachine, NS, 'db'), undefined, 'the scaffolding VM is gone: the VM can be imported again');
   assert.ok(!api.calls.some((c) => c.verb === 'create'), 'nothing is re-created');
 });
@@ -188,3 +230,141 @@ test('a settled volume whose claim is being deleted goes back on Retain before t
   void LABEL_TASK_UID;
   void LABEL_VM_ID;
 });
+
+// ---------------------------------------------------------------------------------------------------
+// The whole recipe on the in-memory API, with the rest of the cluster played between passes: the PV
+// binder (a claimRef whose claim exists binds; one whose claim is gone is Released; a claim is marked
+// Bound once its bind is requested), the provisioner (a Released volume under Delete is deleted), CDI
+// (a DataVolume adopts the claim populated for it) and Cozystack (releases deploy).
+
+class SimulatedCrash extends Error {}
+
+function transferredWorld(): FakeAPI {
+  const api = new FakeAPI();
+  api.put(GVRs.StorageClass, { metadata: { name: 'fast' }, reclaimPolicy: 'Delete' } as KubeObject);
+  const vm = api.put(GVRs.VirtualMachine, {
+    metadata: { name: 'db', namespace: NS },
+    spec: { template: { spec: { domain: { cpu: { cores: 2, sockets: 1 }, memory: { guest: '2Gi' } }, volumes: [{ name: 'vol-0', persistentVolumeClaim: { claimName: 'plan-db-0' } }] } } },
+  } as KubeObject);
+  const dv = api.put(GVRs.DataVolume, { metadata: { name: 'plan-db-0', namespace: NS, labels: { vmID: 'vm-1' } } } as KubeObject);
+  const claim = api.put(GVRs.PersistentVolumeClaim, {
+    metadata: {
+      name: 'plan-db-0',
+      namespace: NS,
+      labels: { vmID: 'vm-1' },
+      ownerReferences: [
+        { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', name: 'db', uid: vm.metadata!.uid! },
+        { apiVersion: 'cdi.kubevirt.io/v1beta1', kind: 'DataVolume', name: 'plan-db-0', uid: dv.metadata!.uid!, controller: true },
+      ],
+    },
+    spec: { volumeName: 'pv-1', accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '2Gi' } } },
+    status: { phase: 'Bound' },
+  } as KubeObject);
+  api.put(GVRs.PersistentVolume, {
+    metadata: { name: 'pv-1', uid: 'pv-uid', annotations: { content: 'the-disk' } },
+    spec: { capacity: { storage: '2Gi' }, storageClassName: 'fast', accessModes: ['ReadWriteOnce'], persistentVolumeReclaimPolicy: 'Delete', claimRef: { kind: 'PersistentVolumeClaim', name: 'plan-db-0', namespace: NS, uid: claim.metadata!.uid } },
+    status: { phase: 'Bound' },
+  } as KubeObject);
+  return api;
+}
+
+/** One move of the rest of the cluster, everything it can do at once. */
+function cluster(api: FakeAPI): void {
+  for (const pv of [...api.objects.values()].filter((o) => o.metadata?.name?.startsWith('pv-'))) {
+    const spec = pv.spec as { claimRef?: { name?: string; uid?: string }; persistentVolumeReclaimPolicy?: string };
+    const claim = spec.claimRef?.name ? api.find(GVRs.PersistentVolumeClaim, NS, spec.claimRef.name) : undefined;
+    const bound = !!claim && (!spec.claimRef?.uid || claim.metadata?.uid === spec.claimRef.uid);
+    pv.status = { phase: bound ? 'Bound' : 'Released' };
+    if (!bound && spec.persistentVolumeReclaimPolicy === 'Delete') api.remove(GVRs.PersistentVolume, pv);
+    if (bound && claim!.metadata?.annotations?.[ANNOTATION_BIND_REQUESTED] && (claim!.spec as { volumeName?: string }).volumeName === pv.metadata?.name) claim!.status = { phase: 'Bound' };
+  }
+  for (const dv of [...api.objects.values()].filter((o) => o.metadata?.name?.startsWith('vm-disk-') && api.find(GVRs.DataVolume, NS, o.metadata.name) === o)) {
+    const claim = api.find(GVRs.PersistentVolumeClaim, NS, dv.metadata!.name!);
+    if (claim?.metadata && claim.metadata.annotations?.[CDI_POPULATED_FOR] === dv.metadata!.name && !(claim.metadata.ownerReferences ?? []).length) {
+      claim.metadata.ownerReferences = [{ apiVersion: 'cdi.kubevirt.io/v1beta1', kind: 'DataVolume', name: dv.metadata!.name!, uid: dv.metadata!.uid!, controller: true }];
+    }
+  }
+  for (const gvr of [GVRs.VMDisk, GVRs.VMInstance]) {
+    for (const o of api.objects.values()) if (api.find(gvr, NS, o.metadata!.name!) === o) o.status = { conditions: [{ type: 'Ready', status: 'True', reason: 'InstallSucceeded' }] };
+  }
+}
+
+/** Drives a fresh Handoff per pass (nothing survives in memory) to its verdict; `crashAfter` throws right after that step's write, once. */
+async function runToVerdict(api: FakeAPI, crashAfter?: StepName): Promise<{ outcome: HandoffOutcome; steps: StepName[]; crashed: boolean }> {
+  let status: VMStatus = { id: 'vm-1', name: 'db', phase: 'Creating' };
+  const steps: StepName[] = [];
+  let crashed = false;
+  handoffHooks.afterStep = (step) => {
+    steps.push(step);
+    if (step === crashAfter && !crashed) {
+      crashed = true;
+      throw new SimulatedCrash(step);
+    }
+  };
+  try {
+    for (let i = 0; i < 200; i++) {
+      const input: HandoffInput = {
+        task: TASK,
+        spec: SPEC,
+        vmName: 'db',
+        status,
+        className: 'fast',
+        forkliftVM: api.find(GVRs.VirtualMachine, NS, 'db'),
+        transferClaims: [],
+        record: async (disks, vmInstance) => {
+          status = { ...status, disks, ...(vmInstance ? { vmInstance } : {}) };
+        },
+      };
+      let outcome: HandoffOutcome;
+      try {
+        outcome = await new Handoff().reconcile(ctxOf(api), input);
+      } catch (e) {
+        if (!(e instanceof SimulatedCrash)) throw e;
+        cluster(api);
+        continue; // the status write of this pass never happened; what `record` wrote stays
+      }
+      status = { ...status, disks: outcome.disks, ...(outcome.vmInstance ? { vmInstance: outcome.vmInstance } : {}) };
+      if (outcome.state !== 'progress') return { outcome, steps, crashed };
+      cluster(api);
+    }
+    throw new Error(`no verdict: ${JSON.stringify(status)}`);
+  } finally {
+    handoffHooks.afterStep = undefined;
+  }
+}
+
+function assertHandedOff(api: FakeAPI): void {
+  const pv = api.find(GVRs.PersistentVolume, undefined, 'pv-1');
+  assert.equal(pv?.metadata?.uid, 'pv-uid', 'the very volume the transfer filled');
+  assert.equal((pv!.spec as { persistentVolumeReclaimPolicy?: string }).persistentVolumeReclaimPolicy, 'Delete', 'the class’s policy once everything holds it');
+  assert.equal((pv!.status as { phase?: string } | undefined)?.phase, 'Bound');
+  const claim = api.find(GVRs.PersistentVolumeClaim, NS, 'vm-disk-db-disk-0');
+  assert.equal((pv!.spec as { claimRef?: { uid?: string } }).claimRef?.uid, claim?.metadata?.uid, 'bound to the target claim by UID');
+  assert.deepEqual(claim?.metadata?.finalizers ?? [], [], 'the claim left the handoff’s custody');
+  assert.ok(api.find(GVRs.DataVolume, NS, 'vm-disk-db-disk-0') && api.find(GVRs.VMDisk, NS, 'db-disk-0') && api.find(GVRs.VMInstance, NS, 'db'), 'every output');
+  assert.equal(api.find(GVRs.PersistentVolumeClaim, NS, 'plan-db-0'), undefined, 'the transfer claim is gone');
+  assert.equal(api.find(GVRs.VirtualMachine, NS, 'db'), undefined, 'the scaffolding VM is gone');
+  assert.ok(!api.deleted.some((d) => d.startsWith('PersistentVolume/')), 'no volume was ever deleted');
+}
+
+test('the recipe runs every step in the declared order and ends with the volume handed over, the claims out of custody', async () => {
+  const api = transferredWorld();
+  const r = await runToVerdict(api);
+  assert.equal(r.outcome.state, 'done', r.outcome.message);
+  assert.deepEqual(r.steps, HANDOFF_STEPS);
+  assertHandedOff(api);
+  const creates = api.calls.filter((c) => c.verb === 'create').map((c) => c.kind);
+  assert.deepEqual(creates, ['PersistentVolumeClaim', 'DataVolume', 'VMDisk', 'VMInstance'], 'each output made once');
+});
+
+for (const step of HANDOFF_STEPS) {
+  test(`a crash right after ${step} (its status write lost) loses and duplicates nothing`, async () => {
+    const api = transferredWorld();
+    const r = await runToVerdict(api, step);
+    assert.ok(r.crashed, `the kill point ${step} was reached`);
+    assert.equal(r.outcome.state, 'done', r.outcome.message);
+    assertHandedOff(api);
+    const creates = api.calls.filter((c) => c.verb === 'create').map((c) => c.kind);
+    assert.deepEqual([...new Set(creates)], ['PersistentVolumeClaim', 'DataVolume', 'VMDisk', 'VMInstance']);
+  });
+}
