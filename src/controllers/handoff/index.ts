@@ -572,7 +572,9 @@ export class Handoff {
     if (verdict.state !== 'failed') return verdict;
     // A failed VM's data waits for the tenant: every volume this VM's handoff marked goes back on Retain
     // and into the task's custody before the failure is reported (after which the task never looks again).
-    const kept = await keepInCustody(ctx, st, input);
+    // A release the chart failed leaves every output in place (the VMInstance under the VM's name among
+    // them): the scaffolding VM is kept beside them, as it was built, for the tenant who fixes the values.
+    const kept = await keepInCustody(ctx, st, input, { removeScaffolding: verdict.reason !== TaskReason.ReleaseFailed });
     return { ...verdict, message: `${verdict.message ?? 'the handoff failed'}${custodyMessage(kept)}` };
   }
 }
@@ -598,7 +600,7 @@ export interface KeptVolume {
  * takes the handoff's finalizer off its target claims: a claim deleted meanwhile can go only once its
  * volume can no longer be deleted with it. Idempotent; a conflict throws (the caller retries the pass).
  */
-async function keepInCustody(ctx: ReconcileContext, st: HandoffState, input: HandoffInput): Promise<KeptVolume[]> {
+async function keepInCustody(ctx: ReconcileContext, st: HandoffState, input: HandoffInput, o: { removeScaffolding: boolean }): Promise<KeptVolume[]> {
   const ns = input.task.metadata.namespace!;
   const uid = input.task.metadata.uid!;
   const pvs = (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: `${LABEL_TASK_UID}=${uid},${LABEL_VM_ID}=${input.spec.id}` })).items;
@@ -650,7 +652,7 @@ async function keepInCustody(ctx: ReconcileContext, st: HandoffState, input: Han
   // step — it stays: its claims' volumes may still be on Delete.
   const vm = input.forkliftVM;
   const scaffoldDisks = vm ? readScaffoldingDisks(vm).length : 0;
-  if (vm && !vm.metadata?.deletionTimestamp && scaffoldDisks > 0 && kept.length >= scaffoldDisks) {
+  if (o.removeScaffolding && vm && !vm.metadata?.deletionTimestamp && scaffoldDisks > 0 && kept.length >= scaffoldDisks) {
     await ctx.client.delete(GVRs.VirtualMachine, ns, vm.metadata!.name!, { uid: vm.metadata?.uid, propagationPolicy: 'Background' }).catch((e: unknown) => {
       if (!isConflict(e)) throw e;
     });
