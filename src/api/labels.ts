@@ -2,6 +2,18 @@
 import { GROUP } from './types.ts';
 
 export const FINALIZER = `${GROUP}/finalizer`;
+/**
+ * On each target claim the handoff creates, until the VM is complete: a claim deleted meanwhile (by a
+ * tenant, or by the garbage collector after its DataVolume or VMDisk went) stays Terminating and its
+ * volume Bound, so the handoff puts the volume back on Retain before the PV controller can release it
+ * under Delete.
+ */
+export const CLAIM_FINALIZER = `${GROUP}/handoff-custody`;
+/**
+ * On a VMImportTask ("true"): the volumes it holds for failed VMs are kept on Retain when it is deleted,
+ * for an admin to recover; otherwise deleting the task releases them under their class's reclaim policy.
+ */
+export const ANNOTATION_KEEP_VOLUMES = `${GROUP}/keep-volumes`;
 
 // Cozystack's own controller for these kinds (cozystack/cozystack@4dc7d04ca:
 // api/migration/v1alpha1/vmimporttask_types.go, cmd/migration-controller/main.go). A task it served

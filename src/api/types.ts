@@ -364,7 +364,20 @@ export interface VMImportTaskStatus {
   storageClass?: string;
   /** Aggregate progress 0–100 (printer column). */
   progress?: number;
+  /**
+   * The volumes the task keeps on Retain for its failed VMs: deleting the task releases them under their
+   * class's reclaim policy (unless annotated keep-volumes).
+   */
+  heldVolumes?: HeldVolume[];
   vms?: VMStatus[];
+}
+
+/** A volume a task keeps for one of its failed VMs. */
+export interface HeldVolume {
+  name: string;
+  vm: string;
+  disk?: number;
+  capacityBytes?: number;
 }
 
 export interface VMImportTask {

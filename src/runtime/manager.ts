@@ -41,7 +41,7 @@ interface Subscription {
   reconciler: Registered;
   /** The reconciler's own kind (not a secondary watch). */
   primary: boolean;
-  map: (obj: KubeObject) => ObjectKey[];
+  map: (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined) => ObjectKey[];
   keep?: Watch['keep'];
 }
 
@@ -182,7 +182,7 @@ export class Manager {
         const keys = new Set<string>();
         for (const obj of objs) {
           try {
-            for (const key of s.map(obj)) if (key.name) keys.add(keyString(key));
+            for (const key of s.map(obj, (gvr) => this.cache(gvr))) if (key.name) keys.add(keyString(key));
           } catch (e) {
             s.reconciler.log.error({ err: (e as Error).message }, 'watch mapping failed');
           }

@@ -34,8 +34,12 @@ export interface Cache<T extends KubeObject = KubeObject> {
 
 export interface Watch {
   gvr: GVR;
-  /** Maps a changed object to the primary keys to enqueue (owner reference, labels…). */
-  map: (obj: KubeObject) => ObjectKey[];
+  /**
+   * Maps a changed object to the primary keys to enqueue (owner reference, labels…), resolving through
+   * the caches' indexes (`cache` reads another kind's cache; undefined until it has synced), never through
+   * memory a reconcile filled: after a restart, the first event already maps.
+   */
+  map: (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined) => ObjectKey[];
   /** Restrict the watch to objects carrying these labels (server-side selector). */
   labelSelector?: string;
   /**

@@ -152,7 +152,7 @@ export function createReviewer(o: Omit<WebhookServerOptions, 'port' | 'host' | '
       const v = validateSource(req.operation, req.object, req.oldObject, facts);
       if (path !== PATHS.earlySource) {
         if (!v.allowed) return v;
-        // [forklift#27] A URL edit while tasks import over the source is refused (validate-source.ts urlEditRefusal).
+        // A URL edit while tasks import over the source is refused (validate-source.ts urlEditRefusal).
         if (req.operation === 'UPDATE' && sourceURLChanged(req.object, req.oldObject)) {
           // Unreadable tasks admit the edit with a warning: the controller holds the Provider's spec anyway.
           const running = await gatherer.tasksImportingOver(namespace, asString(asObject(obj?.metadata)?.name) ?? '').catch(() => undefined);

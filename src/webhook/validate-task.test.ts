@@ -204,7 +204,7 @@ test('spec.guestConversion: true is refused naming the chart value unless the pl
   assert.deepEqual(validateTask('CREATE', task({ guestConversion: true }), undefined, undefined).problems, [GUEST_CONVERSION_DISABLED_MESSAGE]);
   const on = validateTask('CREATE', task({ guestConversion: true }), undefined, facts(), { guestConversion: true });
   assert.deepEqual([on.allowed, on.problems], [true, []]);
-  // [forklift#27] the NICs go to the pod network: the static IPs are not kept, and the author is told.
+  // the NICs go to the pod network: the static IPs are not kept, and the author is told.
   assert.equal(on.warnings.length, 1);
   assert.match(on.warnings[0]!, /static IPs are not kept/);
   // false (or absent) is a raw copy and needs nothing from the platform

@@ -11,6 +11,7 @@ import { test, before, after, describe } from 'node:test';
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { adminKubeConfig, testEnv, freshNamespace, REPO_ROOT, waitFor, ControlPlane, kubeConfigFor } from './env/index.ts';
@@ -24,7 +25,8 @@ import { TaskReason } from '../../src/api/conditions.ts';
 import { type Sim, CONTENT_ANNOTATION, createStorageClass, startSim, vcenter } from '../sim/index.ts';
 import { R, Rest, condition, createMigration, createPlan, forkliftSetup } from '../sim/testing.ts';
 import { installStandInCRDs } from './fixtures.ts';
-import { ENV_KILL_AFTER_STEP, HANDOFF_STEPS, Step, handoffHooks, reconcileHandoff, type HandoffOutcome, type StepName } from '../../src/controllers/handoff/index.ts';
+import { DISK_STEPS, HANDOFF_STEPS, Step, handoffHooks, reconcileHandoff, type HandoffOutcome, type StepName } from '../../src/controllers/handoff/index.ts';
+import { ENV_KILL_AFTER_STEP } from './kill-after-step.ts';
 
 const CONTENT = 'e2e.cozystack.io/content';
 
@@ -262,7 +264,11 @@ async function runHandoff(w: World, o: RunOptions = {}): Promise<RunResult> {
       try {
         // A fresh context per call: nothing survives in memory between steps but what the API holds and
         // what the caller persisted.
-        outcome = await reconcileHandoff(ctxFor(c), { task: w.task, spec: w.spec, vmName: w.vmName, status: w.status, className: w.className, forkliftVM, transferClaims });
+        // `record`: the task's status write before a create (it survives a crash after the create).
+        const record = async (disks: HandoffOutcome['disks'], vmInstance?: string): Promise<void> => {
+          w.status = { ...w.status, disks, ...(vmInstance ? { vmInstance } : {}) };
+        };
+        outcome = await reconcileHandoff(ctxFor(c), { task: w.task, spec: w.spec, vmName: w.vmName, status: w.status, className: w.className, forkliftVM, transferClaims, record });
       } catch (e) {
         if (e instanceof SimulatedCrash) continue; // the status write of this call never happened
         throw e;
@@ -485,7 +491,7 @@ test('a VMDisk deleted right after the handoff creates it leaves the volume on R
 // Crash safety: a crash right after every step's API write (and in the middle of the multi-disk loop);
 // the status write of that call is lost, the next call starts from a fresh context.
 const killPoints: Array<{ step: StepName; disk?: number; disks: number }> = [
-  ...HANDOFF_STEPS.map((step) => ({ step, disk: HANDOFF_STEPS.indexOf(step) < 10 ? 0 : undefined, disks: 1 })),
+  ...HANDOFF_STEPS.map((step) => ({ step, disk: DISK_STEPS.includes(step) ? 0 : undefined, disks: 1 })),
   { step: Step.SettleVolume, disk: 0, disks: 2 },
   { step: Step.RetainVolume, disk: 1, disks: 2 },
   { step: Step.RebindVolume, disk: 1, disks: 2 },
@@ -564,7 +570,7 @@ test('the handoff lets the PV binder finish from watch events, not its 15 s peri
 });
 
 
-test('MC_KILL_AFTER_STEP makes the controller process SIGKILL itself right after that step’s write, and a restart finishes the handoff', async () => {
+test('a process preloaded with a kill point SIGKILLs itself right after that step’s write, and a restart finishes the handoff', async () => {
   const w = await transferredVM({ disks: [{}, {}] });
   // A separate process drives the handoff the way the controller would, with the kill hook set.
   const child = `
@@ -581,7 +587,8 @@ test('MC_KILL_AFTER_STEP makes the controller process SIGKILL itself right after
     let status = w.status;
     for (let i = 0; i < 1000; i++) {
       const forkliftVM = await client.get(GVRs.VirtualMachine, w.ns, w.scaffoldName);
-      const o = await reconcileHandoff(ctx, { task: w.task, spec: w.spec, vmName: w.vmName, status, className: w.className, forkliftVM, transferClaims: [] });
+      const record = async (disks) => { status = { ...status, disks }; };
+      const o = await reconcileHandoff(ctx, { task: w.task, spec: w.spec, vmName: w.vmName, status, className: w.className, forkliftVM, transferClaims: [], record });
       status = { ...status, disks: o.disks };
       if (o.state !== 'progress') { console.log('finished without being killed: ' + o.state); process.exit(3); }
       await new Promise((r) => setTimeout(r, 10));
@@ -598,7 +605,7 @@ test('MC_KILL_AFTER_STEP makes the controller process SIGKILL itself right after
     }
   })();
   const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => {
-    const p = spawn(process.execPath, ['--input-type=module-typescript', '-e', child], {
+    const p = spawn(process.execPath, ['--import', pathToFileURL(join(REPO_ROOT, 'test/e2e/kill-after-step.ts')).href, '--input-type=module-typescript', '-e', child], {
       cwd: REPO_ROOT,
       env: { ...process.env, [ENV_KILL_AFTER_STEP]: `${Step.CreateClaim}:1`, HANDOFF_WORLD: JSON.stringify(w), HANDOFF_KUBECONFIG: env.admin.kubeconfigPath },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -4,8 +4,8 @@
 // import) and guest conversion (handoff-crash-converted-early/late.test.ts, split the same way: the volumes virt-v2v filled in Forklift's
 // conversion pod).
 // For every step boundary the handoff declares (HANDOFF_STEPS, so a new step cannot escape this test),
-// and in the middle of the multi-disk loop, the controller is started with MC_KILL_AFTER_STEP and
-// SIGKILLs itself right after that step's API write; a fresh controller process then finishes the task.
+// and in the middle of the multi-disk loop, the controller is started with the kill-point module
+// preloaded (kill-after-step.ts, MC_KILL_AFTER_STEP) and SIGKILLs itself right after that step's API write; a fresh controller process then finishes the task.
 // Each time: the volumes are the very objects the transfer filled (same UID, same content), Bound to
 // vm-disk-<…>; one claim, DataVolume, VMDisk and VMInstance per output; the class's reclaim policy; no
 // Released volume, no transfer claim, no scaffolding VirtualMachine; the task Ready=True; the VMInstance's
@@ -14,6 +14,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { CONTENT_ANNOTATION, contentIdentity, createStorageClass, startSim, type Sim, type WorldFixture } from '../sim/index.ts';
 import { R, Rest } from '../sim/testing.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
@@ -22,7 +23,8 @@ import { Informer } from '../../src/runtime/informer.ts';
 import { DEFAULT_CONTROLLER_NAMESPACE } from '../../src/config.ts';
 import type { VMImportTask } from '../../src/api/types.ts';
 import { LABEL_TASK_UID, LABEL_VM_ID } from '../../src/api/labels.ts';
-import { ENV_KILL_AFTER_STEP, HANDOFF_STEPS, Step, VM_STEPS, type StepName } from '../../src/controllers/handoff/index.ts';
+import { HANDOFF_STEPS, Step, VM_STEPS, type StepName } from '../../src/controllers/handoff/index.ts';
+import { ENV_KILL_AFTER_STEP } from './kill-after-step.ts';
 import { REPO_ROOT, freshNamespace, installOurCRDs, testEnv, waitFor } from './env/index.ts';
 import { adminClient, createSource, waitForReason } from './source-helpers.ts';
 
@@ -84,6 +86,7 @@ export function handoffCrashSuite(cfg: HandoffCrashSuite): void {
     const child = spawn(
       process.execPath,
       [
+        '--import', pathToFileURL(join(REPO_ROOT, 'test/e2e/kill-after-step.ts')).href,
         join(REPO_ROOT, 'src/main.ts'),
         '--kubeconfig', kubeconfigPath,
         '--leader-elect=false',

@@ -28,14 +28,11 @@ const world = vcenter({
 
 let booted: BootedWorld;
 let c: KubeClient;
-const STALL_ENV = 'MC_TASK_STALL_AFTER_SECONDS';
-const prevStall = process.env[STALL_ENV];
-
 before(async () => {
-  // A stall after 2 s of no progress (the default is 10 min); read by the controller as it starts.
-  process.env[STALL_ENV] = '2';
   booted = await bootWorld({
     worlds: [world],
+    // A stall after 2 s of no progress (the default is 10 min).
+    controller: { extra: { taskStallAfterSeconds: 2 } },
     storageClasses: [{ name: 'fault-fast' }],
     // 8 GiB/s: the 64 GiB disk reaches 40% in ~3 s, in many progress ticks; conversion freezes for 4 s
     // (twice the stall time: read as a stall it would fail the test); an unreachable host fails after
@@ -47,8 +44,6 @@ before(async () => {
 });
 
 after(async () => {
-  if (prevStall === undefined) delete process.env[STALL_ENV];
-  else process.env[STALL_ENV] = prevStall;
   await booted?.shutdown();
 });
 

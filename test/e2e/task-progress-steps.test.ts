@@ -12,16 +12,13 @@ import { createSource, waitForReason } from './source-helpers.ts';
 
 const URL_VC = 'https://vcenter-steps.example.com/sdk';
 const world = vcenter({ url: URL_VC, hosts: [{ id: 'host-1', address: '192.0.2.10' }], vms: [{ id: 'vm-1', name: 'steady01', disks: [{ capacityGiB: 24 }] }] });
-const STALL_ENV = 'MC_TASK_STALL_AFTER_SECONDS';
 
 for (const stepName of ['DiskTransferV2v', '']) {
   test(`with the transfer step ${stepName ? `named ${stepName}` : 'unnamed'}, a moving transfer shows its progress from the DataVolumes and is never called Stalled`, async () => {
-    const prevStall = process.env[STALL_ENV];
     // A stall after 5 s without progress (default 10 min); the 24 GiB disk takes ~8 s at 3 GiB/s, in many
     // ticks, so a transfer whose bytes are not seen is called Stalled before it ends. 5 s rather than less:
     // on a loaded machine the first bytes can take over 2 s to appear after the run starts.
-    process.env[STALL_ENV] = '5';
-    const booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'steps-fast' }], sim: { mbPerSecond: 3072, transferStepName: stepName } });
+    const booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'steps-fast' }], sim: { mbPerSecond: 3072, transferStepName: stepName }, controller: { extra: { taskStallAfterSeconds: 5 } } });
     try {
       const c = booted.c;
       const ns = await freshNamespace('steps');
@@ -45,8 +42,6 @@ for (const stepName of ['DiskTransferV2v', '']) {
       assert.ok(midway.length >= 2, `progress between 0 and 100% was shown while transferring (seen: ${JSON.stringify(seen.slice(0, 40))})`);
       assert.ok(midway.at(-1)!.progress! > midway[0]!.progress!, 'and it grew');
     } finally {
-      if (prevStall === undefined) delete process.env[STALL_ENV];
-      else process.env[STALL_ENV] = prevStall;
       await booted.shutdown();
     }
   });

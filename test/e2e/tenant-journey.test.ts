@@ -17,8 +17,6 @@ const world = vcenter({
     { id: 'vm-2', name: 'hang01', disks: [{ capacityGiB: 16 }], faults: { stallTransferAtPercent: 30 } },
   ],
 });
-const STALL_ENV = 'MC_TASK_STALL_AFTER_SECONDS';
-const prevStall = process.env[STALL_ENV];
 
 let booted: BootedWorld;
 let ns: string;
@@ -27,9 +25,8 @@ let tenantKC: string;
 const asTenant = (args: string[]) => kubectl(args, { kubeconfig: tenantKC });
 
 before(async () => {
-  // A stall after 2 s of no progress (the default is 10 min); read by the controller as it starts.
-  process.env[STALL_ENV] = '2';
-  booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'tj-fast' }], sim: { mbPerSecond: 8192 } });
+  // A stall after 2 s of no progress (the default is 10 min).
+  booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'tj-fast' }], sim: { mbPerSecond: 8192 }, controller: { extra: { taskStallAfterSeconds: 2 } } });
   ns = await freshNamespace('tenant-journey');
   await tenantWithRole(ns);
   const env = await testEnv();
@@ -41,8 +38,6 @@ before(async () => {
 });
 
 after(async () => {
-  if (prevStall === undefined) delete process.env[STALL_ENV];
-  else process.env[STALL_ENV] = prevStall;
   await booted?.shutdown();
 });
 

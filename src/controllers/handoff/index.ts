@@ -16,6 +16,8 @@
 import {
   ANNOTATION_BIND_REQUESTED,
   ANNOTATION_HANDOFF,
+  ANNOTATION_KEEP_VOLUMES,
+  CLAIM_FINALIZER,
   ANNOTATION_ORIGINAL_RECLAIM_POLICY,
   ANNOTATION_TRANSFER_CLAIM,
   FORKLIFT_LABEL_VM_ID,
@@ -45,21 +47,23 @@ import { Expectations, type ReadCounters } from '../../runtime/expectations.ts';
 import { ApiError, isAlreadyExists, isConflict, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext } from '../../runtime/reconciler.ts';
 import {
+  IRREVERSIBLE_STEPS,
   claimRefMatches,
   desiredReclaimPolicy,
   forkliftOwners,
   foreignOutput,
   foreignVMInstance,
+  holdsClaim,
   nextStep,
   nextVMStep,
   type DiskObservation,
   type Markers,
   type VMObservation,
 } from './plan.ts';
-import { DISK_DONE, DISK_STEPS, Step, type StepName } from './steps.ts';
+import { DISK_DONE, RECORDED_BEFORE, Step, checkpointReached, type StepName } from './steps.ts';
 
-export { HANDOFF_STEPS, DISK_STEPS, VM_STEPS, RECORDED_AT_ONCE, Step, type StepName } from './steps.ts';
-export { nextStep, nextVMStep, type DiskObservation, type DiskAction, type VMObservation, type VMAction } from './plan.ts';
+export { HANDOFF_STEPS, DISK_STEPS, VM_STEPS, RECORDED_BEFORE, Step, checkpointReached, type StepName } from './steps.ts';
+export { IRREVERSIBLE_STEPS, nextStep, nextVMStep, type DiskObservation, type DiskAction, type VMObservation, type VMAction } from './plan.ts';
 
 export interface HandoffInput {
   task: VMImportTask;
@@ -71,6 +75,12 @@ export interface HandoffInput {
   forkliftVM: KubeObject | undefined;
   /** Claims Forklift labelled plan/migration/vmID for this VM. */
   transferClaims: KubeObject[];
+  /**
+   * Writes the VM's disks' checkpoints (and, for the VMInstance, its name) to the task's status and
+   * resolves once the API server accepted the write. Called before a create that needs it (RECORDED_BEFORE):
+   * the output is sent only after its checkpoint is recorded.
+   */
+  record: (disks: DiskStatus[], vmInstance?: string) => Promise<void>;
 }
 
 export interface HandoffOutcome {
@@ -120,24 +130,15 @@ function releaseWaitRequeueMs(ctx: ReconcileContext): number {
   return ctx.cache(GVRs.VMDisk) && ctx.cache(GVRs.VMInstance) ? WAIT_REQUEUE_MS : RELEASE_WAIT_REQUEUE_MS;
 }
 
-/** Test seam: called right after each step's API write (the crash-safety tests crash here). */
-export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void } = {};
-
 /**
- * MC_KILL_AFTER_STEP=<step>[:<disk index>] makes the process SIGKILL itself right after that step's API
- * write — before the caller could persist anything. The crash-safety e2e test runs the real controller
- * with it for every entry of HANDOFF_STEPS.
+ * Test seam: called right after each step's API write, before the caller could persist anything. The
+ * crash-safety tests crash here: in-process by throwing, and the real controller process through a
+ * module they preload (test/e2e/kill-after-step.ts) that SIGKILLs it.
  */
-export const ENV_KILL_AFTER_STEP = 'MC_KILL_AFTER_STEP';
+export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void } = {};
 
 function afterStep(step: StepName, diskIndex: number | undefined): void {
   handoffHooks.afterStep?.(step, diskIndex);
-  const kill = process.env[ENV_KILL_AFTER_STEP];
-  if (!kill) return;
-  const [s, d] = kill.split(':');
-  if (s === step && (d === undefined || d === '' || Number(d) === diskIndex)) {
-    process.kill(process.pid, 'SIGKILL');
-  }
 }
 
 /** True for an API refusal of an object's content or name: retrying the same object cannot help. */
@@ -190,15 +191,19 @@ function planDisks(input: HandoffInput, recordedPVs: KubeObject[]): DiskPlan[] {
   return out;
 }
 
-/**
- * This process's writes of handoff objects, so that the caches are never read behind them. One per
- * process: keys name the object, so tasks never share an entry.
- */
-export const handoffExpectations = new Expectations();
+/** What one Handoff object remembers between passes; a new object (a restart) starts with none of it. */
+interface HandoffState {
+  /** Its writes of handoff objects, so that the caches are never read behind them (keys name the object). */
+  ex: Expectations;
+  known: KnownVMDisks;
+}
 
 /** How one handoff pass reads: from the caches (guarded by the expectations) or, for verdicts, all live. */
 interface Reader {
   live: boolean;
+  st: HandoffState;
+  /** True where a watch feeds a cache of the kind. */
+  watched(gvr: GVR): boolean;
   counters: ReadCounters;
   /** Any object: absent from a label-filtered cache, the API server is asked (it may lack the labels). */
   get(gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined>;
@@ -214,13 +219,15 @@ interface Reader {
   own(gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined>;
 }
 
-function reader(ctx: ReconcileContext, live: boolean): Reader {
+function reader(ctx: ReconcileContext, st: HandoffState, live: boolean): Reader {
   const counters: ReadCounters = { cache: 0, live: 0 };
   return {
     live,
+    st,
+    watched: (gvr) => !!ctx.cache(gvr),
     counters,
-    get: (gvr, ns, name) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters }),
-    own: (gvr, ns, name) => handoffExpectations.get(ctx, gvr, ns, name, { live, counters, trustAbsence: true }),
+    get: (gvr, ns, name) => st.ex.get(ctx, gvr, ns, name, { live, counters }),
+    own: (gvr, ns, name) => st.ex.get(ctx, gvr, ns, name, { live, counters, trustAbsence: true }),
   };
 }
 
@@ -252,18 +259,6 @@ class KnownVMDisks {
   }
 }
 
-/** Sizes of the handoff's process-wide maps (the soak test checks they return to their baseline). */
-export function handoffMemory(): Record<string, number> {
-  return { knownVMDisks: knownVMDisks.size, handoffExpectations: handoffExpectations.size() };
-}
-
-/**
- * VMDisks this process created (or found carrying our markers), between their creation and the disk's
- * settling: a cached pass believes them instead of asking the aggregated API on every wait for CDI's
- * adoption (the top request of the 800-task benchmark where VMDisk is not watched). Dropped when the disk
- * settles; a live pass reads.
- */
-const knownVMDisks = new KnownVMDisks();
 const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
 
 /**
@@ -275,9 +270,10 @@ const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
 async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Markers, o: { vmDisk?: boolean; foreignCheck?: boolean } = {}): Promise<Pick<DiskObservation, 'claim' | 'dataVolume' | 'vmDiskObject'>> {
   const read = o.foreignCheck ? rd.get : rd.own;
   const readVMDisk = async (): Promise<KubeObject | undefined> => {
-    const known = rd.live ? undefined : knownVMDisks.get(vmDiskKey(ns, d.vmDisk));
+    // Only where no watch reports VMDisks: a watched VMDisk's deletion shows in its cache.
+    const known = rd.live || rd.watched(GVRs.VMDisk) ? undefined : rd.st.known.get(vmDiskKey(ns, d.vmDisk));
     const obj = known ?? (await read(GVRs.VMDisk, ns, d.vmDisk));
-    if (obj && !known && hasOutputMarkers(obj, markers)) knownVMDisks.set(vmDiskKey(ns, d.vmDisk), obj);
+    if (obj && !known && hasOutputMarkers(obj, markers)) rd.st.known.set(vmDiskKey(ns, d.vmDisk), obj);
     return obj;
   };
   // Reads that depend on none of the others go out together: on a live pass each is a round trip to the
@@ -293,18 +289,6 @@ async function observeOutputs(rd: Reader, ns: string, d: DiskPlan, markers: Mark
   return { claim, dataVolume, vmDiskObject };
 }
 
-/** The recorded checkpoint says the VMDisk was created by this handoff (create-vmdisk, settle-volume, done). */
-export function vmDiskCreatedBy(checkpoint: string | undefined): boolean {
-  return checkpointReached(checkpoint, Step.CreateVMDisk);
-}
-
-/** The recorded checkpoint is `step` or later: a decision past it was taken (and recorded) earlier. */
-export function checkpointReached(checkpoint: string | undefined, step: StepName): boolean {
-  if (!checkpoint) return false;
-  if (checkpoint === DISK_DONE) return true;
-  const i = DISK_STEPS.indexOf(checkpoint as StepName);
-  return i >= 0 && i >= DISK_STEPS.indexOf(step);
-}
 
 /** Reads everything one disk's decision depends on. */
 async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promise<DiskObservation> {
@@ -322,7 +306,7 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
   const transferClaimGone = !rd.live && checkpointReached(at, Step.DeleteTransferClaim);
   const transferDataVolumesGone = !rd.live && checkpointReached(at, Step.OrphanTransferClaim);
   const knownVolumeName = d.recorded?.metadata?.name ?? d.previous?.volumeName;
-  const vmDiskCreated = vmDiskCreatedBy(d.previous?.handoff);
+  const vmDiskCreated = checkpointReached(at, Step.CreateVMDisk);
   // Everything whose name is known before any read is read at once (a live pass — settling, verdicts —
   // then costs one round trip to the API server instead of five); only a volume named by the transfer
   // claim alone, and DataVolumes named only by its owners, wait for the claim.
@@ -345,7 +329,7 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
     (dv): dv is KubeObject => !!dv && (ownerUids.has(dv.metadata?.uid ?? '') || dv.metadata?.labels?.[FORKLIFT_LABEL_VM_ID] === input.spec.id),
   );
   return {
-    vmDiskCreated,
+    checkpoint: at,
     index: d.index,
     vmDisk: d.vmDisk,
     claimName: d.claimName,
@@ -393,13 +377,16 @@ function settleClassName(o: DiskObservation, taskClassName: string): string | un
 }
 
 /** Creates an output; AlreadyExists is fine (the next observation decides), a refusal is terminal. */
-async function createOutput(ctx: ReconcileContext, gvr: GVR, obj: KubeObject): Promise<{ refused?: string }> {
-  const ex = handoffExpectations;
+async function createOutput(ctx: ReconcileContext, st: HandoffState, gvr: GVR, obj: KubeObject): Promise<{ refused?: string }> {
+  const ex = st.ex;
   try {
     const created = await ctx.client.create(gvr, obj);
-    // Made on no object: until the cache holds it, the created object answers (no read behind our create).
-    ex.wrote(gvr, created, { over: null });
-    if (gvr === GVRs.VMDisk) knownVMDisks.set(vmDiskKey(created.metadata?.namespace ?? '', created.metadata?.name ?? ''), created);
+    // Read from the API server until the cache shows this very version. Not answered from the create's
+    // response while the cache lacks it: an output deleted right after its create never shows in the cache,
+    // and the answer would make it look alive until the expectation lapsed — a VMDisk created over a
+    // DataVolume already gone, whose chart then makes an empty one.
+    ex.wrote(gvr, created);
+    if (gvr === GVRs.VMDisk) st.known.set(vmDiskKey(created.metadata?.namespace ?? '', created.metadata?.name ?? ''), created);
     return {};
   } catch (e) {
     if (isAlreadyExists(e)) {
@@ -420,6 +407,7 @@ async function createOutput(ctx: ReconcileContext, gvr: GVR, obj: KubeObject): P
  */
 async function executeDiskStep(
   ctx: ReconcileContext,
+  st: HandoffState,
   markers: OutputMarkers,
   o: DiskObservation,
   step: StepName,
@@ -428,7 +416,7 @@ async function executeDiskStep(
 ): Promise<{ refused?: string; conflicted?: boolean }> {
   const ns = o.namespace;
   const c = ctx.client;
-  const ex = handoffExpectations;
+  const ex = st.ex;
   const pv = o.volume!;
   const pvName = pv.metadata!.name!;
   const pvSpec = (pv.spec ?? {}) as { persistentVolumeReclaimPolicy?: string; storageClassName?: string };
@@ -476,7 +464,11 @@ async function executeDiskStep(
         target = [GVRs.PersistentVolumeClaim, ns, o.claimName];
         const facts = volumeFacts(pv);
         if (!facts) return { refused: `PersistentVolume ${pvName} states no capacity` };
-        return await createOutput(ctx, GVRs.PersistentVolumeClaim, renderTargetClaim({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers }));
+        const claim = renderTargetClaim({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers });
+        // Held by the handoff until the VM is complete (CLAIM_FINALIZER): a claim deleted meanwhile keeps
+        // its volume Bound until the handoff has put the volume back on Retain.
+        claim.metadata = { ...claim.metadata, finalizers: [CLAIM_FINALIZER] };
+        return await createOutput(ctx, st, GVRs.PersistentVolumeClaim, claim);
       }
       case Step.DeleteTransferClaim: {
         const tc = o.transferClaim!;
@@ -514,12 +506,12 @@ async function executeDiskStep(
       case Step.CreateDataVolume: {
         target = [GVRs.DataVolume, ns, o.claimName];
         const facts = volumeFacts(pv)!;
-        return await createOutput(ctx, GVRs.DataVolume, renderHandoffDataVolume({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers }));
+        return await createOutput(ctx, st, GVRs.DataVolume, renderHandoffDataVolume({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers }));
       }
       case Step.CreateVMDisk: {
         target = [GVRs.VMDisk, ns, o.vmDisk];
         const facts = volumeFacts(pv)!;
-        return await createOutput(ctx, GVRs.VMDisk, renderVMDisk({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers }));
+        return await createOutput(ctx, st, GVRs.VMDisk, renderVMDisk({ namespace: ns, diskName: o.vmDisk, diskIndex: o.index, volume: facts, markers }));
       }
       case Step.SettleVolume: {
         // The volume's own class decides its reclaim policy; the task's resolved class when the PV names
@@ -532,7 +524,7 @@ async function executeDiskStep(
           spec: { persistentVolumeReclaimPolicy: desiredReclaimPolicy(storageClass) },
         });
         ex.wrote(GVRs.PersistentVolume, written, { over: pv.metadata?.resourceVersion });
-        knownVMDisks.delete(vmDiskKey(ns, o.vmDisk));
+        st.known.delete(vmDiskKey(ns, o.vmDisk));
         return {};
       }
       default:
@@ -549,21 +541,134 @@ async function executeDiskStep(
   }
 }
 
+/** Dependencies of a Handoff beyond the reconcile context (none yet: the reconcile context carries the client and caches). */
+export type HandoffOptions = Record<string, never>;
+
 /**
- * One step of the handoff for one VM. Never throws for a user-facing failure (state `failed` with a
- * reason); throws only for transient API errors (the caller retries with backoff).
+ * The handoff of one controller: the checkpoint machine with what it remembers between passes (its own
+ * writes, so the caches are never read behind them; the VMDisks it made). An in-process restart is a new
+ * object, which remembers nothing: every pass stands on the task's status and the objects themselves.
  */
-export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInput): Promise<HandoffOutcome> {
-  const first = await handoffPass(ctx, input, reader(ctx, false));
-  // A pass that took a step or waits returns as it is. A verdict — every disk and the VM done, or the VM
-  // failed — was reached without a write and is confirmed on a live observation before it is returned.
-  if (first.state === 'progress') return first;
-  const verdict = await handoffPass(ctx, input, reader(ctx, true));
-  if (verdict.state !== 'progress') for (const d of verdict.disks) knownVMDisks.delete(vmDiskKey(input.task.metadata.namespace ?? '', d.vmDisk));
-  return verdict;
+export class Handoff {
+  private readonly st: HandoffState = { ex: new Expectations(), known: new KnownVMDisks() };
+
+  /** Sizes of what it remembers (the soak test checks they return to their baseline). */
+  memory(): Record<string, number> {
+    return { knownVMDisks: this.st.known.size, handoffExpectations: this.st.ex.size() };
+  }
+
+  /**
+   * One step of the handoff for one VM. Never throws for a user-facing failure (state `failed` with a
+   * reason); throws only for transient API errors (the caller retries with backoff).
+   */
+  async reconcile(ctx: ReconcileContext, input: HandoffInput): Promise<HandoffOutcome> {
+    const st = this.st;
+    const first = await handoffPass(ctx, st, input, reader(ctx, st, false));
+    // A pass that took a step or waits returns as it is. A verdict — every disk and the VM done, or the VM
+    // failed — was reached without a write and is confirmed on a live observation before it is returned.
+    if (first.state === 'progress') return first;
+    const verdict = await handoffPass(ctx, st, input, reader(ctx, st, true));
+    if (verdict.state !== 'progress') for (const d of verdict.disks) st.known.delete(vmDiskKey(input.task.metadata.namespace ?? '', d.vmDisk));
+    if (verdict.state !== 'failed') return verdict;
+    // A failed VM's data waits for the tenant: every volume this VM's handoff marked goes back on Retain
+    // and into the task's custody before the failure is reported (after which the task never looks again).
+    // A release the chart failed leaves every output in place (the VMInstance under the VM's name among
+    // them): the scaffolding VM is kept beside them, as it was built, for the tenant who fixes the values.
+    const kept = await keepInCustody(ctx, st, input, { removeScaffolding: verdict.reason !== TaskReason.ReleaseFailed });
+    return { ...verdict, message: `${verdict.message ?? 'the handoff failed'}${custodyMessage(kept)}` };
+  }
 }
 
-async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reader): Promise<HandoffOutcome> {
+/**
+ * One step of the handoff for one VM with a Handoff of its own (nothing remembered from an earlier call:
+ * the caller's status and the objects carry everything).
+ */
+export async function reconcileHandoff(ctx: ReconcileContext, input: HandoffInput): Promise<HandoffOutcome> {
+  return await new Handoff().reconcile(ctx, input);
+}
+
+/** A volume kept for a failed VM: its name, disk and size. */
+export interface KeptVolume {
+  name: string;
+  disk: number | undefined;
+  capacity: string | undefined;
+}
+
+/**
+ * Puts every volume marked as this VM's disk back on reclaim policy Retain (read live, patched on the
+ * resourceVersion read), removes any output of ours that would be filled again with nothing (below), then
+ * takes the handoff's finalizer off its target claims: a claim deleted meanwhile can go only once its
+ * volume can no longer be deleted with it. Idempotent; a conflict throws (the caller retries the pass).
+ */
+async function keepInCustody(ctx: ReconcileContext, st: HandoffState, input: HandoffInput, o: { removeScaffolding: boolean }): Promise<KeptVolume[]> {
+  const ns = input.task.metadata.namespace!;
+  const uid = input.task.metadata.uid!;
+  const pvs = (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: `${LABEL_TASK_UID}=${uid},${LABEL_VM_ID}=${input.spec.id}` })).items;
+  const kept: KeptVolume[] = [];
+  for (const pv of pvs) {
+    const name = pv.metadata!.name!;
+    if ((pv.spec as { persistentVolumeReclaimPolicy?: string } | undefined)?.persistentVolumeReclaimPolicy !== 'Retain') {
+      const written = await ctx.client.patch<KubeObject>(GVRs.PersistentVolume, undefined, name, {
+        metadata: { resourceVersion: pv.metadata?.resourceVersion, annotations: { [ANNOTATION_HANDOFF]: null } },
+        spec: { persistentVolumeReclaimPolicy: 'Retain' },
+      });
+      st.ex.wrote(GVRs.PersistentVolume, written, { over: pv.metadata?.resourceVersion });
+    }
+    kept.push({ name, disk: markedDiskIndex(pv), capacity: (pv.spec as { capacity?: { storage?: string } } | undefined)?.capacity?.storage });
+  }
+  const markers: Markers = { taskUid: uid, vmId: input.spec.id };
+  const diskNames = new Set([...(input.status.disks ?? []).map((d) => d.vmDisk), ...kept.map((k) => (k.disk === undefined ? '' : vmDiskName(input.vmName, k.disk)))]);
+  for (const disk of diskNames) {
+    if (!disk) continue;
+    const name = vmDiskClaimName(disk);
+    const [claim, dv, vmDisk] = await Promise.all([
+      ctx.client.get<KubeObject>(GVRs.PersistentVolumeClaim, ns, name),
+      ctx.client.get<KubeObject>(GVRs.DataVolume, ns, name),
+      ctx.client.get<KubeObject>(GVRs.VMDisk, ns, disk),
+    ]);
+    // An output of ours left over a claim or DataVolume that is gone would be filled again with nothing:
+    // CDI re-creates a missing claim for its DataVolume (an empty volume), and the VMDisk's chart re-creates
+    // its missing DataVolume blank. They go too; the data stays on its volume, on Retain.
+    const claimGone = !claim || !!claim.metadata?.deletionTimestamp;
+    const dvGone = !dv || !!dv.metadata?.deletionTimestamp;
+    if ((claimGone || dvGone) && vmDisk && !vmDisk.metadata?.deletionTimestamp && hasOutputMarkers(vmDisk, markers)) {
+      await ctx.client.delete(GVRs.VMDisk, ns, disk, { uid: vmDisk.metadata?.uid, propagationPolicy: 'Background' });
+      st.ex.deleted(GVRs.VMDisk, ns, disk, vmDisk.metadata?.uid);
+    }
+    if (claimGone && dv && !dvGone && hasOutputMarkers(dv, markers)) {
+      await ctx.client.delete(GVRs.DataVolume, ns, name, { uid: dv.metadata?.uid, propagationPolicy: 'Background' });
+      st.ex.deleted(GVRs.DataVolume, ns, name, dv.metadata?.uid);
+    }
+    if (!claim || !holdsClaim(claim) || claim.metadata?.labels?.[LABEL_TASK_UID] !== uid) continue;
+    const written = await ctx.client.patch<KubeObject>(GVRs.PersistentVolumeClaim, ns, name, {
+      metadata: { resourceVersion: claim.metadata?.resourceVersion, finalizers: (claim.metadata?.finalizers ?? []).filter((f) => f !== CLAIM_FINALIZER) },
+    });
+    st.ex.wrote(GVRs.PersistentVolumeClaim, written, { over: claim.metadata?.resourceVersion });
+  }
+  // The VirtualMachine Forklift built carries the source VM's name: while it stays, a new task importing
+  // the same VM into this namespace fails (virtualmachines.kubevirt.io "<name>" already exists). Once every
+  // one of its disks is on a volume of ours on Retain, it holds nothing the data needs: it goes (claims it
+  // still owns go with it, their volumes Released and kept). Before that — a failure ahead of the first
+  // step — it stays: its claims' volumes may still be on Delete.
+  const vm = input.forkliftVM;
+  const scaffoldDisks = vm ? readScaffoldingDisks(vm).length : 0;
+  if (o.removeScaffolding && vm && !vm.metadata?.deletionTimestamp && scaffoldDisks > 0 && kept.length >= scaffoldDisks) {
+    await ctx.client.delete(GVRs.VirtualMachine, ns, vm.metadata!.name!, { uid: vm.metadata?.uid, propagationPolicy: 'Background' }).catch((e: unknown) => {
+      if (!isConflict(e)) throw e;
+    });
+  }
+  return kept.sort((a, b) => (a.disk ?? 0) - (b.disk ?? 0));
+}
+
+/** The sentence a failure message ends with when volumes are kept: what the task now holds and how it lets go. */
+export function custodyMessage(kept: readonly KeptVolume[]): string {
+  if (!kept.length) return '';
+  const list = kept.map((k) => `${k.name}${k.disk !== undefined ? ` (disk ${k.disk}${k.capacity ? `, ${k.capacity}` : ''})` : ''}`).join(', ');
+  const one = kept.length === 1;
+  return `. PersistentVolume${one ? '' : 's'} ${list} ${one ? 'is' : 'are'} kept with reclaim policy Retain, held by this task: deleting the task releases ${one ? 'it' : 'them'} under ${one ? 'its' : 'their'} storage class's reclaim policy, unless the task is annotated ${ANNOTATION_KEEP_VOLUMES}=true`;
+}
+
+async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: HandoffInput, rd: Reader): Promise<HandoffOutcome> {
   const ns = input.task.metadata.namespace!;
   const markers: OutputMarkers = { taskUid: input.task.metadata.uid!, taskName: input.task.metadata.name!, vmId: input.spec.id };
   const m: Markers = markers;
@@ -633,7 +738,7 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     // A live (verdict) pass observes every disk in full: a finished VM rests on every disk's VMDisk too.
     if (!rd.live && d.recorded?.metadata?.annotations?.[ANNOTATION_HANDOFF] === HANDOFF_SETTLED) {
       const claim = await rd.own(GVRs.PersistentVolumeClaim, ns, d.claimName);
-      if (claimRefMatches(d.recorded, claim)) {
+      if (claimRefMatches(d.recorded, claim) && !claim?.metadata?.deletionTimestamp) {
         out.push(evidence(d, undefined, DISK_DONE));
         continue;
       }
@@ -641,13 +746,13 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     let o = observed?.[i] ?? (await observeDisk(rd, input, d));
     let action = nextStep(o, m);
     let settleClass: StorageClassRead | undefined;
-    if (action.type === 'step' && action.step === Step.SettleVolume && !rd.live) {
-      // Settling ends the volume's protection: every condition it rests on (the VMDisk exists, claim and
-      // volume bound to each other, the transferred claim gone, the DataVolume adopted) is re-read from
-      // the API server, never believed from a cache or from what this process created earlier. The
-      // class the policy comes from is read beside it (it decides nothing about whether to settle).
-      settleClass = readStorageClass(ctx, settleClassName(o, input.className));
-      o = await observeDisk(reader(ctx, true), input, d);
+    if (action.type === 'step' && IRREVERSIBLE_STEPS.has(action.step) && !rd.live) {
+      // A step after which data cannot be brought back (plan.ts, IRREVERSIBLE_STEPS): every condition it
+      // rests on is re-read from the API server, never believed from a cache or from what this process
+      // created earlier, and the write carries a precondition on what that read saw. The class a settled
+      // volume's policy comes from is read beside it (it decides nothing about whether to settle).
+      if (action.step === Step.SettleVolume) settleClass = readStorageClass(ctx, settleClassName(o, input.className));
+      o = await observeDisk(reader(ctx, st, true), input, d);
       action = nextStep(o, m);
     }
     if (action.type === 'done') {
@@ -663,8 +768,20 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
       log.debug({ disk: d.index }, action.message);
       return { state: 'progress', disks: [...out, evidence(d, o, undefined), ...rest], message: action.message, requeueAfterMs: WAIT_REQUEUE_MS };
     }
+    const recorded = RECORDED_BEFORE.has(action.step) && !checkpointReached(d.previous?.handoff, action.step);
+    // Record before you advance: from this write on, a missing output is one made and then lost.
+    if (recorded) await input.record([...out, evidence(d, o, action.step), ...rest]);
     log.info({ disk: d.index, step: action.step, volume: o.volume?.metadata?.name, reads: rd.counters }, 'handoff step');
-    const r = await executeDiskStep(ctx, markers, o, action.step, input.className, settleClass);
+    let r: { refused?: string; conflicted?: boolean };
+    try {
+      r = await executeDiskStep(ctx, st, markers, o, action.step, input.className, settleClass);
+    } catch (e) {
+      // The create answered an error: the checkpoint goes back to where it was, so that the next pass
+      // makes the output instead of reading its absence as a deletion. (A create that timed out may still
+      // have been made; the next pass then finds it, AlreadyExists answers the repeat.)
+      if (recorded) await input.record([...out, evidence(d, o, undefined), ...rest]).catch(() => undefined);
+      throw e;
+    }
     if (r.refused) return failed(TaskReason.OutputRejected, r.refused, [...out, evidence(d, o, undefined), ...rest]);
     if (r.conflicted) {
       // Not taken: the checkpoint stays where it was, and the disk is observed again from the server.
@@ -682,15 +799,27 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
     };
   }
 
-  // Every disk settled: the VMInstance, then the scaffolding VM goes.
-  const vmObs: VMObservation = { vmInstanceName: input.vmName, vmInstance: await (liveVMInstance ?? rd.own(GVRs.VMInstance, ns, input.vmName)), scaffoldingVM: input.forkliftVM };
-  // Once the VMInstance exists: its disks' releases too. A live pass has just read every VMDisk, live, in
-  // this same observation; a cached pass reads them through the reader.
-  if (vmObs.vmInstance)
+  // Every disk settled: the VMInstance, then the scaffolding VM goes, then the claims leave custody.
+  const vmObs: VMObservation = {
+    vmInstanceName: input.vmName,
+    vmInstance: await (liveVMInstance ?? rd.own(GVRs.VMInstance, ns, input.vmName)),
+    vmInstanceRecorded: !!input.status.vmInstance,
+    scaffoldingVM: input.forkliftVM,
+  };
+  // Once the VMInstance exists: its disks' releases and claims too. A live pass has just read every
+  // VMDisk and claim, live, in this same observation; a cached pass reads them through the reader.
+  if (vmObs.vmInstance) {
     vmObs.vmDisks = observed
       ? disks.map((d, i) => ({ name: d.vmDisk, object: observed[i]!.vmDiskObject }))
       : await Promise.all(disks.map(async (d) => ({ name: d.vmDisk, object: await rd.own(GVRs.VMDisk, ns, d.vmDisk) })));
+    vmObs.claims = observed
+      ? disks.map((d, i) => ({ name: d.claimName, object: observed[i]!.claim }))
+      : await Promise.all(disks.map(async (d) => ({ name: d.claimName, object: await rd.own(GVRs.PersistentVolumeClaim, ns, d.claimName) })));
+  }
   const va = nextVMStep(vmObs, m);
+  // The VM's irreversible steps (a VMInstance over its disks, the claims out of custody) are decided on an
+  // entirely live observation: the whole pass again, from the API server.
+  if (va.type === 'step' && IRREVERSIBLE_STEPS.has(va.step) && !rd.live) return await handoffPass(ctx, st, input, reader(ctx, st, true));
   if (va.type === 'fail') return failed(va.reason, va.message, out);
   if (va.type === 'wait') {
     log.debug(va.message);
@@ -710,8 +839,24 @@ async function handoffPass(ctx: ReconcileContext, input: HandoffInput, rd: Reade
       converted: input.task.spec.guestConversion === true,
     });
     if (!r.ok) return failed(TaskReason.Failed, r.message, out);
-    const c = await createOutput(ctx, GVRs.VMInstance, r.object);
+    // Record before you advance: from this write on, a missing VMInstance is one made and then lost.
+    if (!input.status.vmInstance) await input.record(out, input.vmName);
+    const c = await createOutput(ctx, st, GVRs.VMInstance, r.object);
     if (c.refused) return failed(TaskReason.OutputRejected, c.refused, out);
+  } else if (va.step === Step.ReleaseClaims) {
+    for (const { name, object } of vmObs.claims ?? []) {
+      if (!object || !holdsClaim(object)) continue;
+      try {
+        const written = await ctx.client.patch<KubeObject>(GVRs.PersistentVolumeClaim, ns, name, {
+          metadata: { resourceVersion: object.metadata?.resourceVersion, finalizers: (object.metadata?.finalizers ?? []).filter((f) => f !== CLAIM_FINALIZER) },
+        });
+        st.ex.wrote(GVRs.PersistentVolumeClaim, written, { over: object.metadata?.resourceVersion });
+      } catch (e) {
+        if (!isConflict(e)) throw e;
+        st.ex.stale(GVRs.PersistentVolumeClaim, ns, name);
+        return { state: 'progress', disks: out, vmInstance: input.vmName, message: `${va.step} (conflict, retrying)`, requeueAfterMs: 0 };
+      }
+    }
   } else {
     const vm = input.forkliftVM!;
     try {

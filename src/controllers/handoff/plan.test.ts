@@ -9,6 +9,7 @@ import {
   ANNOTATION_BIND_REQUESTED,
   ANNOTATION_HANDOFF,
   CDI_POPULATED_FOR,
+  CLAIM_FINALIZER,
   HANDOFF_SETTLED,
   LABEL_DISK_INDEX,
   LABEL_TASK_UID,
@@ -16,8 +17,10 @@ import {
 } from '../../api/labels.ts';
 import { TaskReason } from '../../api/conditions.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
-import { adoptedBy, claimRefMatches, desiredReclaimPolicy, nextStep, nextVMStep, type DiskObservation, type Markers } from './plan.ts';
-import { DISK_STEPS, HANDOFF_STEPS, Step, VM_STEPS, type StepName } from './steps.ts';
+import { IRREVERSIBLE_STEPS, adoptedBy, claimRefMatches, desiredReclaimPolicy, nextStep, nextVMStep, type DiskObservation, type Markers } from './plan.ts';
+import { DISK_DONE, DISK_STEPS, HANDOFF_STEPS, RECORDED_BEFORE, Step, VM_STEPS, type StepName } from './steps.ts';
+
+const DISK_DONE_CHECKPOINT = DISK_DONE;
 
 const M: Markers = { taskUid: 'task-uid-1', vmId: 'vm-42' };
 const NS = 'tenant-a';
@@ -302,12 +305,40 @@ test('settle rests on every condition: a VMDisk this handoff created and someone
   const w = untilSettle();
   assert.equal(spec(w.pv).persistentVolumeReclaimPolicy, 'Retain');
   w.vmDisk = undefined;
-  const a = nextStep({ ...observe(w), vmDiskCreated: true }, M);
+  const a = nextStep({ ...observe(w), checkpoint: Step.CreateVMDisk }, M);
   assert.equal(a.type, 'fail');
   assert.equal((a as { reason: string }).reason, TaskReason.OutputDeleted);
-  assert.match((a as { message: string }).message, /VMDisk web-disk-0 was deleted.*pvc-1.*Retain/);
-  // Without evidence that it was created (a crash lost that status write), the VMDisk is still to be made.
-  assert.deepEqual(nextStep(observe(w), M), { type: 'step', step: Step.CreateVMDisk });
+  assert.match((a as { message: string }).message, /^VMDisk web-disk-0 was deleted by someone other than this controller after the handoff created it; .*no VMInstance is created/);
+  // Without evidence that it was created (its checkpoint is recorded before the create), it is still to be made.
+  assert.deepEqual(nextStep({ ...observe(w), checkpoint: Step.CreateDataVolume }, M), { type: 'step', step: Step.CreateVMDisk });
+});
+
+test('each output whose create was recorded and is now missing or being deleted fails the VM with OutputDeleted, naming it and who else wrote it; nothing is re-created', () => {
+  const w = untilSettle();
+  const managed = (o: KubeObject | undefined, manager: string): KubeObject => ({ ...o!, metadata: { ...o!.metadata, deletionTimestamp: 'now', managedFields: [{ manager: 'migration-controller' }, { manager }] } as KubeObject['metadata'] });
+  const cases: Array<[string, Partial<DiskObservation>, RegExp]> = [
+    [Step.CreateClaim, { claim: undefined }, /^PersistentVolumeClaim vm-disk-web-disk-0 was deleted by someone other than this controller/],
+    [Step.CreateClaim, { claim: managed(w.claim, 'kubectl-client-side-apply') }, /^PersistentVolumeClaim vm-disk-web-disk-0 was being deleted \(last written by kubectl-client-side-apply\)/],
+    [Step.CreateDataVolume, { dataVolume: undefined }, /^DataVolume vm-disk-web-disk-0 was deleted/],
+    [Step.CreateDataVolume, { dataVolume: managed(w.dv, 'helm-controller') }, /^DataVolume vm-disk-web-disk-0 was being deleted \(last written by helm-controller\)/],
+    [Step.CreateVMDisk, { vmDiskObject: managed(w.vmDisk, 'argocd-controller') }, /^VMDisk web-disk-0 was being deleted \(last written by argocd-controller\)/],
+    [DISK_DONE_CHECKPOINT, { vmDiskObject: undefined }, /^VMDisk web-disk-0 was deleted/],
+  ];
+  for (const [checkpoint, change, message] of cases) {
+    const a = nextStep({ ...observe(w), ...change, checkpoint }, M);
+    assert.equal(a.type, 'fail', `${checkpoint}: ${JSON.stringify(a)}`);
+    assert.equal((a as { reason: string }).reason, TaskReason.OutputDeleted);
+    assert.match((a as { message: string }).message, message);
+  }
+  // Before its create was recorded, a missing output is simply still to be made.
+  const early = freshWorld({ dvLeft: false });
+  for (const s of [Step.RetainVolume, Step.OrphanTransferClaim] as const) applyStep(early, s);
+  assert.deepEqual(nextStep({ ...observe(early), checkpoint: Step.OrphanTransferClaim }, M), { type: 'step', step: Step.CreateClaim });
+});
+
+test('the steps after which data cannot come back are the ones decided on a live observation', () => {
+  assert.deepEqual([...IRREVERSIBLE_STEPS].sort(), [Step.CreateDataVolume, Step.CreateVMDisk, Step.CreateVMInstance, Step.DeleteTransferClaim, Step.DeleteTransferDataVolume, Step.ReleaseClaims, Step.SettleVolume].sort());
+  assert.deepEqual([...RECORDED_BEFORE].sort(), [Step.CreateClaim, Step.CreateDataVolume, Step.CreateVMDisk].sort());
 });
 
 test('settle waits while the transferred claim still exists, even terminating and no longer bound to the volume', () => {
@@ -398,6 +429,22 @@ test('VM steps: the VMInstance, then — once every release deployed — the sca
   const foreign = nextVMStep({ vmInstanceName: 'web', vmInstance: { metadata: { name: 'web' } }, scaffoldingVM: scaffold }, M);
   assert.equal((foreign as { reason: string }).reason, TaskReason.OutputExists);
   assert.equal(nextVMStep({ vmInstanceName: 'web' }, M).type, 'fail');
+});
+
+test('after the scaffolding VM, the claims leave the handoff’s custody last; a recorded VMInstance that is gone or going fails the VM with OutputDeleted', () => {
+  const vmi = { metadata: { name: 'web', labels: ours() }, status: deployed };
+  const disks = [{ name: 'web-disk-0', object: { metadata: { name: 'web-disk-0' }, status: deployed } }];
+  const held = [{ name: 'vm-disk-web-disk-0', object: { metadata: { name: 'vm-disk-web-disk-0', finalizers: ['kubernetes.io/pvc-protection', CLAIM_FINALIZER] } } }];
+  const free = [{ name: 'vm-disk-web-disk-0', object: { metadata: { name: 'vm-disk-web-disk-0', finalizers: ['kubernetes.io/pvc-protection'] } } }];
+  const scaffold = { metadata: { name: 'web', uid: 'vm-uid' } };
+  assert.deepEqual(nextVMStep({ vmInstanceName: 'web', vmInstance: vmi, vmDisks: disks, claims: held, scaffoldingVM: scaffold }, M), { type: 'step', step: Step.DeleteScaffoldingVM });
+  assert.deepEqual(nextVMStep({ vmInstanceName: 'web', vmInstance: vmi, vmDisks: disks, claims: held }, M), { type: 'step', step: Step.ReleaseClaims });
+  assert.deepEqual(nextVMStep({ vmInstanceName: 'web', vmInstance: vmi, vmDisks: disks, claims: free }, M), { type: 'done' });
+  for (const vmInstance of [undefined, { ...vmi, metadata: { ...vmi.metadata, deletionTimestamp: 'now' } }]) {
+    const a = nextVMStep({ vmInstanceName: 'web', vmInstance, vmInstanceRecorded: true, vmDisks: disks, claims: held, scaffoldingVM: scaffold }, M);
+    assert.equal((a as { reason?: string }).reason, TaskReason.OutputDeleted);
+    assert.match((a as { message: string }).message, /^VMInstance web was (being )?deleted/);
+  }
 });
 
 test('a VM is not done, and its scaffolding VM stays, while a VMDisk or the VMInstance release has not deployed', () => {

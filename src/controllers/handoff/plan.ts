@@ -1,12 +1,49 @@
 // The pure core of the handoff: from what was observed, the ONE next step.
 // Every rule here is a fact from docs/cozystack-contract.md ("The copy-free handoff") or the Kubernetes PV
 // controller's behaviour; each branch names the failure it prevents.
-import { ANNOTATION_BIND_REQUESTED, ANNOTATION_HANDOFF, HANDOFF_SETTLED } from '../../api/labels.ts';
+import { ANNOTATION_BIND_REQUESTED, ANNOTATION_HANDOFF, CLAIM_FINALIZER, HANDOFF_SETTLED } from '../../api/labels.ts';
 import { TaskReason } from '../../api/conditions.ts';
 import { releaseState } from '../../cozystack/release.ts';
 import { hasOutputMarkers, markedDiskIndex } from '../../cozystack/render.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
-import { Step, type StepName } from './steps.ts';
+import { Step, checkpointReached, type StepName } from './steps.ts';
+
+/**
+ * The steps after which data cannot be brought back, each with what it is decided on. Every one of them is
+ * decided on a live observation (the caller re-reads from the API server whatever a cached pass decided
+ * it on: index.ts, IRREVERSIBLE_STEPS) and its write carries a precondition on what was read.
+ *
+ * - retain-volume is the guard all others rest on: the volume carries our markers and reclaim policy
+ *   Retain before any claim is touched (patch on the volume's resourceVersion).
+ * - delete-transfer-datavolume: the volume, read live, is ours and Retain (a DataVolume deleted without
+ *   Orphan, or one the garbage collector follows to the claim, releases the volume); delete preconditioned
+ *   on the DataVolume's UID, propagation Orphan.
+ * - delete-transfer-claim: the volume, read live, is ours and Retain, and the target claim exists
+ *   pre-bound to it (the volume is Released when the claim goes: under Delete, the provisioner deletes it);
+ *   delete preconditioned on the transfer claim's UID.
+ * - settle-volume (the reclaim policy leaves Retain): read live, the VMDisk exists and is not being
+ *   deleted; its DataVolume exists, is not being deleted and is the claim's only owner and controller;
+ *   the claim exists, is not being deleted, is Bound, and the volume's claimRef names it by UID; the volume is Bound; the transfer claim is gone. The patch carries the volume's
+ *   resourceVersion from that same read.
+ * - release-claims (the claims' finalizer goes, after which a deleted claim releases its volume under
+ *   the class's policy): read live, every output of the VM exists, none is being deleted, every release
+ *   deployed; each claim's patch carries its resourceVersion.
+ * - create-datavolume and create-vmdisk (each makes CDI or the VMDisk chart act on what it finds: a
+ *   DataVolume over a claim gone provisions an empty volume in its place, and a VMDisk over a DataVolume
+ *   gone makes its chart create an empty one): read live, the claim (and for the VMDisk, the DataVolume)
+ *   exists and is not being deleted.
+ * - create-vminstance (not destructive, but irreversible for the tenant: a VMInstance over a missing
+ *   disk): read live, every disk's VMDisk, DataVolume and claim exist and none is being deleted.
+ */
+export const IRREVERSIBLE_STEPS: ReadonlySet<StepName> = new Set([
+  Step.DeleteTransferDataVolume,
+  Step.DeleteTransferClaim,
+  Step.CreateDataVolume,
+  Step.CreateVMDisk,
+  Step.SettleVolume,
+  Step.CreateVMInstance,
+  Step.ReleaseClaims,
+]);
 
 export interface Markers {
   taskUid: string;
@@ -36,10 +73,11 @@ export interface DiskObservation {
   dataVolume?: KubeObject;
   vmDiskObject?: KubeObject;
   /**
-   * The recorded evidence says this handoff created the VMDisk (checkpoint create-vmdisk or later): its
-   * absence now means someone deleted it, not that it is still to be made. The VMDisk is then always read.
+   * The disk's checkpoint as recorded in the task's status. A create step's checkpoint is recorded before
+   * the create is sent (RECORDED_BEFORE), so an output missing past it was made and then deleted by
+   * someone else, not still to be made. The VMDisk is always read once create-vmdisk is recorded.
    */
-  vmDiskCreated?: boolean;
+  checkpoint?: string;
 }
 
 export type DiskAction =
@@ -106,24 +144,50 @@ export function foreignOutput(o: Pick<DiskObservation, 'claim' | 'dataVolume' | 
 
 const deleting = (o: KubeObject | undefined): boolean => !!o?.metadata?.deletionTimestamp;
 
+/** Field managers of the API server's own writers and of this controller: not who deleted an output. */
+const OWN_MANAGERS = new Set(['migration-controller', 'kube-controller-manager', 'kube-apiserver']);
+
+/**
+ * Who else wrote the object, from its managedFields (Kubernetes records writers, not the deleter: an
+ * object being deleted names whoever wrote it besides us — a tenant's kubectl, Helm, a GitOps tool).
+ * Empty when nothing is known (the object is already gone).
+ */
+export function deleters(obj: KubeObject | undefined): string {
+  const managers = [...new Set(((obj?.metadata as { managedFields?: Array<{ manager?: string }> } | undefined)?.managedFields ?? []).map((f) => f.manager).filter((x): x is string => !!x && !OWN_MANAGERS.has(x)))];
+  return managers.length ? ` (last written by ${managers.slice(0, 3).map((x) => x.slice(0, 63)).join(', ')})` : ' by someone other than this controller';
+}
+
+/** An output whose create was recorded (RECORDED_BEFORE), now missing or being deleted. */
+export function deletedOutput(o: Pick<DiskObservation, 'checkpoint' | 'claim' | 'dataVolume' | 'vmDiskObject' | 'claimName' | 'vmDisk'>): { what: string; object?: KubeObject } | undefined {
+  const outputs: Array<[StepName, KubeObject | undefined, string]> = [
+    [Step.CreateClaim, o.claim, `PersistentVolumeClaim ${o.claimName}`],
+    [Step.CreateDataVolume, o.dataVolume, `DataVolume ${o.claimName}`],
+    [Step.CreateVMDisk, o.vmDiskObject, `VMDisk ${o.vmDisk}`],
+  ];
+  for (const [step, obj, what] of outputs) {
+    if (checkpointReached(o.checkpoint, step) && (!obj || deleting(obj))) return { what, object: obj };
+  }
+  return undefined;
+}
+
+/** True while the claim carries the handoff's finalizer. */
+export function holdsClaim(claim: KubeObject | undefined): boolean {
+  return (claim?.metadata?.finalizers ?? []).includes(CLAIM_FINALIZER);
+}
+
 /**
  * The next step for one disk. Order matters and is the recipe's:
  * record+Retain → orphan (DataVolumes first, then ownerReferences) → target claim → delete transfer claim →
  * claimRef with the new UID → let the binder finish → DataVolume → VMDisk → settle.
  */
 export function nextStep(o: DiskObservation, m: Markers): DiskAction {
-  // A VMDisk this handoff created and someone deleted: recreating it would undo the tenant's delete, and
-  // settling without it would leave the volume on Delete with nothing holding it. The volume stays on
-  // Retain (its data kept) and the VM fails, saying so.
-  if (o.vmDiskCreated && !o.vmDiskObject) {
-    const pvName = o.volume?.metadata?.name ?? o.volumeName;
-    const policy = spec(o.volume).persistentVolumeReclaimPolicy as string | undefined;
-    const kept = !pvName
-      ? ''
-      : policy === 'Retain'
-        ? `. PersistentVolume ${pvName} (disk ${o.index}) is kept with reclaim policy Retain: delete it to discard the data`
-        : `. PersistentVolume ${pvName} (disk ${o.index}) has reclaim policy ${policy ?? 'unknown'}`;
-    return { type: 'fail', reason: TaskReason.OutputDeleted, message: `VMDisk ${o.vmDisk} was deleted after the handoff created it; the VM is not finished and no VMInstance is created${kept}` };
+  // An output this handoff created and someone else deleted: re-creating it would undo the tenant's
+  // delete (and a DataVolume re-created over a claim gone with it makes CDI provision an empty volume);
+  // settling without it would leave the volume on Delete with nothing holding it. The VM fails, saying
+  // what was deleted and by whom; the caller keeps the volume on Retain in the task's custody.
+  const gone = deletedOutput(o);
+  if (gone) {
+    return { type: 'fail', reason: TaskReason.OutputDeleted, message: `${gone.what} was ${gone.object ? 'being ' : ''}deleted${deleters(gone.object)} after the handoff created it; the VM is not finished and no VMInstance is created over it` };
   }
   if (diskDone(o, m)) return { type: 'done' };
   const foreign = foreignOutput(o, m);
@@ -215,9 +279,13 @@ export function nextStep(o: DiskObservation, m: Markers): DiskAction {
 export interface VMObservation {
   vmInstanceName: string;
   vmInstance?: KubeObject;
+  /** The task's status records the VMInstance as created (written before its create was sent). */
+  vmInstanceRecorded?: boolean;
   scaffoldingVM?: KubeObject;
   /** Each disk's VMDisk as the aggregated API reports it now (undefined: gone); read once the VMInstance exists. */
   vmDisks?: Array<{ name: string; object: KubeObject | undefined }>;
+  /** Each disk's target claim as it is now (read once the VMInstance exists). */
+  claims?: Array<{ name: string; object: KubeObject | undefined }>;
 }
 
 export type VMAction = { type: 'step'; step: StepName } | { type: 'wait'; message: string } | { type: 'fail'; reason: string; message: string } | { type: 'done' };
@@ -239,6 +307,9 @@ export function foreignVMInstance(o: VMObservation, m: Markers): { reason: strin
 export function nextVMStep(o: VMObservation, m: Markers): VMAction {
   const foreign = foreignVMInstance(o, m);
   if (foreign) return { type: 'fail', ...foreign };
+  if (o.vmInstanceRecorded && (!o.vmInstance || deleting(o.vmInstance))) {
+    return { type: 'fail', reason: TaskReason.OutputDeleted, message: `VMInstance ${o.vmInstanceName} was ${o.vmInstance ? 'being ' : ''}deleted${deleters(o.vmInstance)} after the handoff created it; the VM is not finished` };
+  }
   if (!o.vmInstance) {
     if (!o.scaffoldingVM) {
       return { type: 'fail', reason: TaskReason.Failed, message: `the Forklift-built VirtualMachine is gone before VMInstance ${o.vmInstanceName} was created; its disks are in place as VMDisks` };
@@ -254,5 +325,7 @@ export function nextVMStep(o: VMObservation, m: Markers): VMAction {
   }
   if (pending.length) return { type: 'wait', message: `waiting for the releases to deploy — ${pending.join('; ')}` };
   if (o.scaffoldingVM && !deleting(o.scaffoldingVM)) return { type: 'step', step: Step.DeleteScaffoldingVM };
+  // Last: the claims leave the handoff's custody, once everything else holds them.
+  if ((o.claims ?? []).some((c) => holdsClaim(c.object))) return { type: 'step', step: Step.ReleaseClaims };
   return { type: 'done' };
 }

@@ -26,6 +26,12 @@ export const Step = {
   CreateVMInstance: 'create-vminstance',
   /** Delete the VirtualMachine Forklift built. */
   DeleteScaffoldingVM: 'delete-scaffolding-vm',
+  /**
+   * Drop the handoff's finalizer from each target claim (CLAIM_FINALIZER): the last step, once the VM is
+   * complete. Until then a claim deleted by anyone stays Terminating, its volume Bound, so the handoff can
+   * put the volume back on Retain before it is Released (a Released volume under Delete is deleted at once).
+   */
+  ReleaseClaims: 'release-claims',
 } as const;
 export type StepName = (typeof Step)[keyof typeof Step];
 
@@ -44,7 +50,7 @@ export const DISK_STEPS: readonly StepName[] = [
 ];
 
 /** Per-VM steps, after every disk settled. */
-export const VM_STEPS: readonly StepName[] = [Step.CreateVMInstance, Step.DeleteScaffoldingVM];
+export const VM_STEPS: readonly StepName[] = [Step.CreateVMInstance, Step.DeleteScaffoldingVM, Step.ReleaseClaims];
 
 /** Every step boundary, in order. */
 export const HANDOFF_STEPS: readonly StepName[] = [...DISK_STEPS, ...VM_STEPS];
@@ -53,12 +59,17 @@ export const HANDOFF_STEPS: readonly StepName[] = [...DISK_STEPS, ...VM_STEPS];
 export const DISK_DONE = 'done';
 
 /**
- * Steps whose checkpoint is written to the task's status before the next pass: the world cannot give it
- * back. After create-vmdisk a missing VMDisk means someone deleted it (OutputDeleted), not that it is
- * still to be made, and only the recorded checkpoint tells the two apart. Every other step leaves its
- * evidence on the objects it wrote (the volume's markers and policy, the claim's owners and binding, the
- * outputs themselves), which the next pass observes afresh: their checkpoints ride along with the next
- * status write that is made anyway, and a crash before it loses nothing but a read skipped (the handoff's
- * crash tests throw a step's evidence away after every step).
+ * Steps that create an output the tenant may delete. Their checkpoint is written to the task's status
+ * BEFORE the create is sent (record before you advance): from then on, a missing output is one that was
+ * made and lost, never one still to be made — so the handoff never re-creates what a tenant deleted, and
+ * never re-creates an empty DataVolume over a claim that went with it.
  */
-export const RECORDED_AT_ONCE: ReadonlySet<StepName> = new Set([Step.CreateVMDisk]);
+export const RECORDED_BEFORE: ReadonlySet<StepName> = new Set([Step.CreateClaim, Step.CreateDataVolume, Step.CreateVMDisk]);
+
+/** The recorded checkpoint is `step` or later: a decision past it was taken (and recorded) earlier. */
+export function checkpointReached(checkpoint: string | undefined, step: StepName): boolean {
+  if (!checkpoint) return false;
+  if (checkpoint === DISK_DONE) return true;
+  const i = DISK_STEPS.indexOf(checkpoint as StepName);
+  return i >= 0 && i >= DISK_STEPS.indexOf(step);
+}

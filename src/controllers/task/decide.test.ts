@@ -8,7 +8,7 @@ import { TaskReason } from '../../api/conditions.ts';
 import type { VMStatus } from '../../api/types.ts';
 import type { VMMigration } from '../../forklift/migration.ts';
 import type { ForkliftCondition } from '../../forklift/plan.ts';
-import { nextVMAction, taskGate, type VMAction, type VMObservation, WAIT_WRITE_AFTER_MS, deferStatusWrite } from './decide.ts';
+import { nextVMAction, taskGate, type VMAction, type VMObservation } from './decide.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
 
@@ -416,18 +416,4 @@ test('a warm VM waiting hours between precopies is never called stalled', () => 
   assert.equal(a.type, 'report');
   assert.equal(a.status.phase, 'Precopying');
   assert.equal(a.status.bytesDone, TOTAL);
-});
-
-test('a pass defers its status write only when every change is a deferrable handoff step; a phase, a wait or progress is written at once', () => {
-  const creating = (handoff?: string, message = 'disk 0: x'): VMStatus => ({ id: 'vm-1', name: 'web', phase: 'Creating', message, disks: [{ index: 0, vmDisk: 'web-disk-0', ...(handoff ? { handoff } : {}) }] });
-  const other: VMStatus = { id: 'vm-2', name: 'db', phase: 'Transferring', progress: 40 };
-  const step = { before: creating('retain-volume'), after: creating('create-claim', 'disk 0: create-claim'), deferrable: true };
-  assert.equal(deferStatusWrite([step]), true);
-  assert.equal(deferStatusWrite([step, { before: other, after: other }]), true, 'an unchanged VM beside it does not stop it');
-  assert.equal(deferStatusWrite([step, { before: other, after: { ...other, progress: 41 } }]), false, "another VM's progress is written, with the step");
-  assert.equal(deferStatusWrite([{ before: creating('rebind-volume'), after: creating('rebind-volume', 'waiting for the PV controller to bind') }]), false, 'a wait is written: it may last');
-  assert.equal(deferStatusWrite([{ before: other, after: other }]), false, 'a pass without a step writes whatever was deferred');
-  assert.equal(deferStatusWrite([]), false);
-  assert.equal(deferStatusWrite([step], WAIT_WRITE_AFTER_MS - 1), true, 'held back briefly');
-  assert.equal(deferStatusWrite([step], WAIT_WRITE_AFTER_MS), false, 'a status held back WAIT_WRITE_AFTER_MS is written, however the handoff moves');
 });

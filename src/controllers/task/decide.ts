@@ -30,7 +30,6 @@ import { isStalled } from '../../forklift/progress.ts';
 import { cutoverPatch, precopySummary, warmSourcePoweredOff, warmStage, type ImportMode } from '../../forklift/warm.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
-import { jsonEqual } from '../../runtime/status.ts';
 
 /**
  * Plan blockers that mean "not yet" rather than "never": the maps and providers are created moments
@@ -83,7 +82,7 @@ export interface VMObservation {
   /** Before any bytes are reported: how long since the run started without progress. */
   idleBeforeBytesMs?: number;
   /** Once Forklift says Succeeded: what it produced and whether the handoff had begun on it. */
-  outputs?: { handoffStarted: boolean; succeededWithoutOutput: boolean; /** [forklift#27] transfer claims still Pending */ pendingClaims?: string[] };
+  outputs?: { handoffStarted: boolean; succeededWithoutOutput: boolean; /** transfer claims still Pending */ pendingClaims?: string[] };
 }
 
 export type VMAction =
@@ -288,7 +287,7 @@ export function nextVMAction(o: VMObservation): VMAction {
     // Before the DiskTransfer step reports sizes: a stall here is measured from the start.
     const idleMs = Math.min(o.idleBeforeBytesMs ?? 0, o.dataVolumeIdleMs ?? Infinity);
     if (isStalled({ idleMs, stallAfterMs: o.stallAfterMs, converting: false })) return { type: 'stalled', status: v, idleMs, percent: 0 };
-    return { type: 'report', status: { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? QUEUED_MESSAGE /* [forklift#27 wiring F] */ : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` } };
+    return { type: 'report', status: { ...v, phase: 'Transferring', reason: run.pending ? TaskReason.Pending : TaskReason.Transferring, message: run.pending ? QUEUED_MESSAGE : `${currentStep(run) ?? 'Initialize'} (${run.phase ?? 'Started'})` } };
   }
 
   if (run.canceled) return { type: 'fail', status: failVM(v, TaskReason.Canceled, `Forklift canceled the migration${run.errors.length ? `: ${run.errors.join('; ')}` : ''}; create a new task`) };
@@ -306,7 +305,7 @@ export function nextVMAction(o: VMObservation): VMAction {
   if (o.outputs && !o.outputs.handoffStarted && o.outputs.succeededWithoutOutput) {
     return { type: 'fail', status: failVM(v, TaskReason.EngineReportedSuccessWithoutOutput, SUCCESS_WITHOUT_OUTPUT_MESSAGE) };
   }
-  // [forklift#27 wiring I] claims Forklift calls copied but that never bound (src/forklift/failures.ts).
+  // claims Forklift calls copied but that never bound (src/forklift/failures.ts).
   if (o.outputs && !o.outputs.handoffStarted && o.outputs.pendingClaims?.length) {
     return { type: 'fail', status: failVM(v, TaskReason.StorageClassWaitForFirstConsumer, pendingAfterCopyMessage(o.outputs.pendingClaims)) };
   }
@@ -339,36 +338,4 @@ export function taskGate(o: TaskGateObservation): { reason: string; message: str
   }
   if (!o.forkliftInstalled) return { reason: TaskReason.ForkliftNotInstalled, message: 'Forklift (forklift.konveyor.io) is not installed; the task proceeds by itself once it is' };
   return undefined;
-}
-
-/** One VM of a pass: its status before and after the pass, and whether its action was a deferrable step. */
-export interface VMPassResult {
-  before: VMStatus;
-  after: VMStatus;
-  /** A handoff step whose evidence the objects it wrote carry, by a VM already Creating (effects.ts). */
-  deferrable?: boolean;
-}
-
-/**
- * The longest a handoff's status write is deferred: a wait is written once it has lasted this long (the
- * pass this much later finds it unchanged), and a handoff moving step by step is written at least this
- * often. Short enough that `kubectl get` shows a wait on the binder or CDI almost as it begins; long
- * enough that the waits and steps of a healthy handoff, milliseconds each, cost no status write apiece.
- */
-export const WAIT_WRITE_AFTER_MS = 1_000;
-
-/**
- * Whether the pass's status write may wait for the next pass: some VM took a deferrable handoff step and
- * no VM changed otherwise (a phase, a wait's message, progress, a failure: all written at once), and the
- * status has not been held back for WAIT_WRITE_AFTER_MS already (`heldForMs`). A pass that took no step
- * writes as before, carrying whatever earlier passes deferred.
- */
-export function deferStatusWrite(results: readonly VMPassResult[], heldForMs = 0): boolean {
-  if (heldForMs >= WAIT_WRITE_AFTER_MS) return false;
-  let stepped = false;
-  for (const r of results) {
-    if (r.deferrable) stepped = true;
-    else if (!jsonEqual(r.before, r.after)) return false;
-  }
-  return stepped;
 }

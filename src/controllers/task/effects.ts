@@ -3,7 +3,7 @@
 // Events and metrics, and the deletion of a task's Forklift objects. Each write is idempotent or carries
 // preconditions, so a step decided on a stale read fails harmlessly and a crash between two is resumed.
 import { TaskReason } from '../../api/conditions.ts';
-import { FINALIZER, LABEL_TASK_UID, UPSTREAM_LABEL_TASK_NAME, UPSTREAM_LABEL_TASK_NAMESPACE, UPSTREAM_TASK_FINALIZER, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
+import { ANNOTATION_KEEP_VOLUMES, CLAIM_FINALIZER, FINALIZER, LABEL_TASK_UID, LABEL_VM_ID, UPSTREAM_LABEL_TASK_NAME, UPSTREAM_LABEL_TASK_NAMESPACE, UPSTREAM_TASK_FINALIZER, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
 import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
 import { translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
 import type { ProviderRefs } from '../../forklift/maps.ts';
@@ -18,8 +18,9 @@ import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isAlreadyExists, isNotFound, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext, Result } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
-import { RECORDED_AT_ONCE, reconcileHandoff } from '../handoff/index.ts';
-import { WAIT_WRITE_AFTER_MS, notBefore, type VMAction } from './decide.ts';
+import type { Handoff } from '../handoff/index.ts';
+import { desiredReclaimPolicy } from '../handoff/plan.ts';
+import { notBefore, type VMAction } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
 import type { TaskMetrics } from './metrics.ts';
 import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, getCached, listOptional, taskKey, type VMObjects } from './observe.ts';
@@ -29,12 +30,13 @@ import { deriveTaskStatus } from './status.ts';
 /** While deleting: poll for the Forklift objects to be gone (Forklift may hold finalizers on them). */
 const DELETE_POLL_MS = 2_000;
 
-/** What the effects need beside the API server: the inventory, the service CIDRs, memory and metrics. */
+/** What the effects need beside the API server: the inventory, the service CIDRs, memory, metrics and the handoff. */
 export interface TaskEffects {
   inventory: TaskInventory;
   cidr: CIDRSource;
   mem: TaskMemory;
   metrics: TaskMetrics;
+  handoff: Handoff;
 }
 
 /** The service-CIDR source of a controller: the probe runs only in its own namespace. */
@@ -69,14 +71,12 @@ export interface ActionInput {
   providers: ProviderRefs;
   maps: { network: { name: string; namespace: string }; storage: { name: string; namespace: string } };
   now: Date;
+  /** Writes the task's status with this VM's status replaced, before a handoff create that needs it recorded. */
+  record: (vm: VMStatus) => Promise<void>;
 }
 
-/**
- * Executes one VM's action; returns the VM's status to record and, when sooner than the resync, a requeue.
- * `deferrable`: the action was a handoff step whose evidence the objects it wrote carry, by a VM already
- * Creating — its status need not be written before the next pass (RECORDED_AT_ONCE).
- */
-export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: ActionInput): Promise<{ status: VMStatus; requeueAfterMs?: number; deferrable?: boolean }> {
+/** Executes one VM's action; returns the VM's status to record and, when sooner than the resync, a requeue. */
+export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: ActionInput): Promise<{ status: VMStatus; requeueAfterMs?: number }> {
   const { task, action: a } = i;
   switch (a.type) {
     case 'none':
@@ -84,18 +84,17 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
     case 'fail':
       return { status: a.status };
     case 'create-plan': {
-      // [forklift#27 wiring G] The class is read again right before the Plan (src/preflight/storage.ts recheckStorageClass).
+      // The class is read again right before the Plan (src/preflight/storage.ts recheckStorageClass).
       const cls = task.status?.storageClass;
       const changed = cls ? recheckStorageClass(cls, (await ctx.client.get(GVRs.StorageClass, undefined, cls)) as unknown as StorageClassLike | undefined) : undefined;
       if (changed) return { status: failVM(a.status, changed.reason, changed.message) };
-      // [forklift#27 wiring J] static IPs only when every NIC maps to Multus (src/forklift/plan.ts preserveStaticIPsFor).
+      // static IPs only when every NIC maps to Multus (src/forklift/plan.ts preserveStaticIPsFor).
       const staticIPs = (await staticIPsOf(ctx, fx, task, i.maps.network.name)) ?? false;
-      const plan = await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage, staticIPs }));
-      if (plan.metadata?.uid) fx.mem.planOwners.set(plan.metadata.uid, taskKey(task));
+      await createIfAbsent(ctx, fx.mem, GVRs.Plan, renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage, staticIPs }));
       return { status: a.status };
     }
     case 'create-migration': {
-      // [forklift#27 wiring D] Only a Plan stored as it was rendered runs (src/forklift/plan.ts planDrift).
+      // Only a Plan stored as it was rendered runs (src/forklift/plan.ts planDrift).
       // A NetworkMap not readable now: its preserveStaticIPs is taken as stored (the others are still compared).
       const stored = (i.objects.plan as { spec?: { preserveStaticIPs?: unknown } } | undefined)?.spec?.preserveStaticIPs === true;
       const rendered = renderPlan({ task, vmId: a.status.id, providers: i.providers, networkMap: i.maps.network, storageMap: i.maps.storage, staticIPs: (await staticIPsOf(ctx, fx, task, i.maps.network.name)) ?? stored });
@@ -122,28 +121,24 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
       return { status: await stalledVM(ctx, fx, task, i.source, a.status, i.objects.migration!, a.status.plan ?? '', a.idleMs, a.percent) };
     case 'handoff': {
       const v = a.status;
-      const h = await reconcileHandoff(ctx, { task, spec: task.spec.vms.find((s) => s.id === v.id)!, vmName: v.name, status: v, className: task.status?.storageClass ?? '', forkliftVM: i.objects.forkliftVM, transferClaims: i.objects.transferClaims });
+      const creating = (o: Partial<VMStatus>): VMStatus => ({ ...v, phase: 'Creating', reason: TaskReason.Creating, ...o });
+      const h = await fx.handoff.reconcile(ctx, {
+        task,
+        spec: task.spec.vms.find((s) => s.id === v.id)!,
+        vmName: v.name,
+        status: v,
+        className: task.status?.storageClass ?? '',
+        forkliftVM: i.objects.forkliftVM,
+        transferClaims: i.objects.transferClaims,
+        record: (disks, vmInstance) => i.record(creating({ disks, ...(vmInstance ? { vmInstance } : {}), message: v.phase === 'Creating' ? v.message : 'handing the transferred volumes over to VMDisks' })),
+      });
       const out: VMStatus = { ...v, disks: h.disks, vmInstance: h.vmInstance ?? v.vmInstance };
       if (h.state === 'failed') return { status: failVM(out, h.reason ?? TaskReason.OutputRejected, h.message ?? 'the handoff failed'), requeueAfterMs: h.requeueAfterMs };
       if (h.state === 'done') {
         const ts = { ...(out.timestamps ?? {}), completed: notBefore(i.now, out.timestamps?.transferred) };
         return { status: { ...out, timestamps: ts, phase: 'Succeeded', reason: TaskReason.Succeeded, message: `imported as VMInstance ${out.vmInstance ?? out.name}` }, requeueAfterMs: h.requeueAfterMs };
       }
-      const message = h.message ?? 'handing the transferred volumes over to VMDisks';
-      if (v.phase === 'Creating' && h.step !== undefined) {
-        return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message }, requeueAfterMs: h.requeueAfterMs, deferrable: !RECORDED_AT_ONCE.has(h.step) };
-      }
-      // A wait not yet in the written status (the binder, CDI's adoption, a release) is written only if it
-      // lasts: most end within milliseconds, and each written one was a status patch on the way to Ready.
-      // The reconciler writes once its status has been deferred WAIT_WRITE_AFTER_MS, and this requeue
-      // makes sure a pass comes by then.
-      const written = task.status?.vms?.find((x) => x.id === v.id)?.message;
-      const newWait = v.phase === 'Creating' && h.state === 'progress' && message !== written;
-      return {
-        status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message },
-        requeueAfterMs: newWait ? Math.min(h.requeueAfterMs ?? WAIT_WRITE_AFTER_MS, WAIT_WRITE_AFTER_MS) : h.requeueAfterMs,
-        deferrable: newWait,
-      };
+      return { status: { ...out, phase: 'Creating', reason: TaskReason.Creating, message: h.message ?? 'handing the transferred volumes over to VMDisks' }, requeueAfterMs: h.requeueAfterMs };
     }
   }
 }
@@ -160,8 +155,6 @@ export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, '
   const wrote = await patchStatus(ctx.client, GVRs.VMImportTask, task, next, { precondition: true });
   // Written on `over` (the precondition): until the cache has the write, the next pass reads it from here.
   fx.mem.ownWrites.wrote(GVRs.VMImportTask, wrote, { over });
-  // Whatever handoff steps were deferred are in this write (or were already in the status).
-  fx.mem.recorded(taskKey(task));
   // A second write in the same pass (after the preflight's) holds on the version this one made.
   if (wrote?.metadata?.resourceVersion) task.metadata.resourceVersion = wrote.metadata.resourceVersion;
   const observe = (phase: string, from: string | undefined, to: string | undefined): void => {
@@ -296,7 +289,7 @@ async function claimEvents(ctx: ReconcileContext, task: VMImportTask, plan: stri
 }
 
 /**
- * [forklift#27] preserveStaticIPs of the task's Plans, from its NetworkMap (created before any Plan);
+ * preserveStaticIPs of the task's Plans, from its NetworkMap (created before any Plan);
  * undefined when a converting task's NetworkMap cannot be read (the caller decides: false at create).
  */
 async function staticIPsOf(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem'>, task: VMImportTask, networkMap: string): Promise<boolean | undefined> {
@@ -318,19 +311,23 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
   const upstream = held.includes(UPSTREAM_TASK_FINALIZER);
   if (!held.includes(FINALIZER) && !upstream) return {};
   const mine = { [LABEL_TASK_UID]: task.metadata.uid ?? '' };
+  // The volumes the task holds (its failed VMs', and those of a handoff it did not finish) leave its
+  // custody first, so that nothing deleted below can release one under the wrong policy.
+  const keep = await releaseCustody(ctx, task);
   let remaining = 0;
   if (upstream && ctx.installed(GVRs.Plan)) remaining += await cleanUpstreamTransferVolumes(ctx, task);
   if (ctx.installed(GVRs.Plan)) {
     const migrations = await listOptional(ctx, GVRs.Migration, ns, mine);
     const plans = await listOptional(ctx, GVRs.Plan, ns, mine);
-    // Claims already being handed off belong to the handoff: never delete them under it.
-    const handedOff = new Set((task.status?.vms ?? []).flatMap((v) => (v.disks ?? []).filter((d) => d.handoff && d.transferClaim).map((d) => d.transferClaim!)));
+    // Claims already being handed off belong to the handoff: deleted only once their volume is released
+    // under its class's policy (above), never while it is kept for an admin.
+    const handedOff = new Set(!keep ? [] : (task.status?.vms ?? []).flatMap((v) => (v.disks ?? []).filter((d) => d.handoff && d.transferClaim).map((d) => d.transferClaim!)));
     for (const m of migrations) {
       // Deleting the active Migration cancels the run (docs/forklift-contract.md, Plan).
       if (await ctx.client.delete(GVRs.Migration, ns, m.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;
     }
     for (const p of plans) {
-      // [forklift#27 wiring C] Archived first, so that Forklift removes the VDDK Secret it left in this
+      // Archived first, so that Forklift removes the VDDK Secret it left in this
       // namespace (v2.11.5 never does once the Plan is gone): src/forklift/retire.ts.
       const step = planDeletionStep(p, ctx.now());
       if (step !== 'delete') {
@@ -345,7 +342,7 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
           if (n.startsWith(VMDISK_RELEASE_PREFIX) || handedOff.has(n)) continue;
           // The handoff's first step labels the volume with this task's UID before anything else; a
           // claim whose volume carries it is being handed off even if that status write was lost.
-          const volume = gvr === GVRs.PersistentVolumeClaim ? (o as { spec?: { volumeName?: string } }).spec?.volumeName : undefined;
+          const volume = gvr === GVRs.PersistentVolumeClaim && keep ? (o as { spec?: { volumeName?: string } }).spec?.volumeName : undefined;
           if (volume && (await ctx.client.get(GVRs.PersistentVolume, undefined, volume))?.metadata?.labels?.[LABEL_TASK_UID] === task.metadata.uid) continue;
           if (await ctx.client.delete(gvr, ns, n, { propagationPolicy: 'Background' })) remaining++;
         }
@@ -386,4 +383,37 @@ async function cleanUpstreamTransferVolumes(ctx: ReconcileContext, task: VMImpor
     }
   }
   return deleted;
+}
+
+/**
+ * On the task's deletion: every volume the handoff marked as this task's, of a VM that did not succeed,
+ * goes back to its storage class's reclaim policy (Delete when the class is gone or names none) — a
+ * Released one is then deleted by its provisioner, so no Released volume of the task outlives it — unless
+ * the task carries ANNOTATION_KEEP_VOLUMES=true, which keeps them on Retain for an admin. The handoff's
+ * finalizer leaves the task's claims either way. A succeeded VM's volumes are the tenant's: untouched.
+ * Returns whether the volumes are kept.
+ */
+async function releaseCustody(ctx: ReconcileContext, task: VMImportTask & KubeObject): Promise<boolean> {
+  const uid = task.metadata.uid ?? '';
+  const ns = task.metadata.namespace ?? '';
+  const keep = task.metadata.annotations?.[ANNOTATION_KEEP_VOLUMES] === 'true';
+  const succeeded = new Set((task.status?.vms ?? []).filter((v) => v.phase === 'Succeeded').map((v) => v.id));
+  const pvs = (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolume, undefined, { labelSelector: `${LABEL_TASK_UID}=${uid}` })).items;
+  const classes = new Map<string, Promise<KubeObject | undefined>>();
+  for (const pv of pvs) {
+    if (keep || succeeded.has(pv.metadata?.labels?.[LABEL_VM_ID] ?? '')) continue;
+    const spec = (pv.spec ?? {}) as { persistentVolumeReclaimPolicy?: string; storageClassName?: string };
+    const className = spec.storageClassName || task.status?.storageClass || '';
+    if (!classes.has(className)) classes.set(className, className ? ctx.client.get<KubeObject>(GVRs.StorageClass, undefined, className) : Promise.resolve(undefined));
+    const policy = desiredReclaimPolicy(await classes.get(className)!);
+    if (spec.persistentVolumeReclaimPolicy === policy) continue;
+    await ctx.client.patch(GVRs.PersistentVolume, undefined, pv.metadata!.name!, { metadata: { resourceVersion: pv.metadata?.resourceVersion }, spec: { persistentVolumeReclaimPolicy: policy } });
+  }
+  for (const claim of (await ctx.client.listAll<KubeObject>(GVRs.PersistentVolumeClaim, ns, { labelSelector: `${LABEL_TASK_UID}=${uid}` })).items) {
+    if (!(claim.metadata?.finalizers ?? []).includes(CLAIM_FINALIZER)) continue;
+    await ctx.client.patch(GVRs.PersistentVolumeClaim, ns, claim.metadata!.name!, {
+      metadata: { resourceVersion: claim.metadata?.resourceVersion, finalizers: (claim.metadata?.finalizers ?? []).filter((f) => f !== CLAIM_FINALIZER) },
+    });
+  }
+  return keep;
 }

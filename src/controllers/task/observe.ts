@@ -85,7 +85,6 @@ export async function observeVM(ctx: ReconcileContext, mem: TaskMemory, task: VM
   let plan = await getCached(ctx, mem, GVRs.Plan, ns, v0.plan ?? '');
   if (!plan && started) plan = await ctx.client.get(GVRs.Plan, ns, v0.plan ?? ''); // absence that fails the VM: confirmed live
   if (!plan) return { observation, objects };
-  if (plan.metadata?.uid) mem.planOwners.set(plan.metadata.uid, taskKey(task));
   objects.plan = plan;
   observation.plan = { verdict: readPlanVerdict(plan) };
   let mig = await getCached(ctx, mem, GVRs.Migration, ns, o.migrationName);
@@ -146,7 +145,7 @@ export async function observeVM(ctx: ReconcileContext, mem: TaskMemory, task: VM
     const handoffStarted =
       startedByStatus ||
       (succeededWithoutOutput && (await ctx.client.list(GVRs.PersistentVolume, undefined, { labelSelector: labelSel({ [LABEL_TASK_UID]: task.metadata.uid ?? '', [LABEL_VM_ID]: v0.id }), limit: 1 })).items.length > 0);
-    // [forklift#27 wiring H] claims still Pending after the copy (src/forklift/failures.ts claimsPendingAfterCopy).
+    // claims still Pending after the copy (src/forklift/failures.ts claimsPendingAfterCopy).
     observation.outputs = { handoffStarted, succeededWithoutOutput, pendingClaims: claimsPendingAfterCopy(claims) };
   }
   return { observation, objects };

@@ -1,4 +1,4 @@
-// [forklift#27] A VM whose transfer claims are still Pending after Forklift reported the copy done fails,
+// A VM whose transfer claims are still Pending after Forklift reported the copy done fails,
 // saying nothing was copied (src/forklift/failures.ts claimsPendingAfterCopy; decide.ts, wiring I).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

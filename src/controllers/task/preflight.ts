@@ -196,7 +196,7 @@ export async function runPreflight(p: PreflightInput): Promise<PreflightResult> 
       continue;
     }
     // networks
-    // [forklift#27 wiring E] two NICs on one Multus attachment (maps.ts multusDuplicateProblem).
+    // two NICs on one Multus attachment (maps.ts multusDuplicateProblem).
     const net = podNetworkProblem(task, inv, networks) ?? multusDuplicateProblem(task, inv, networks) ?? foreignNetworkProblem(task, inv, networks);
     if (net) {
       out.push(failVM(cur, TaskReason.PlanNotValid, net));

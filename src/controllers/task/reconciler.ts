@@ -15,13 +15,14 @@ import { destinationProviderName, sourceProviderName } from '../../forklift/prov
 import { checkStorageClass, type StorageClassLike } from '../../preflight/storage.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
-import { keyString, type Cache, type ObjectKey, type ReconcileContext, type Reconciler, type Result } from '../../runtime/reconciler.ts';
+import { keyString, type Cache, type ObjectKey, type ReconcileContext, type Reconciler, type Result, type Watch } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
 import { TaskReason } from '../../api/conditions.ts';
 import { failVM, runPreflight, type CIDRSource, type TaskInventory } from './preflight.ts';
 import { TaskMetrics } from './metrics.ts';
 import { backfillFinished, isTerminalPhase } from './status.ts';
-import { deferStatusWrite, nextVMAction, taskGate, type VMPassResult } from './decide.ts';
+import { nextVMAction, taskGate } from './decide.ts';
+import { Handoff } from '../handoff/index.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey } from './observe.ts';
 import { retireEndedPlans } from './retire.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
@@ -51,117 +52,142 @@ export const DEFAULT_RESYNC_MS = 30_000;
 /** Waiting on the source or on Forklift to appear: the watches on sources/CRDs wake us; this is a backstop. */
 const WAITING_RESYNC_MS = 60_000;
 
-export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions = {}): Reconciler {
-  const stallAfterMs = o.stallAfterMs ?? (Number(process.env.MC_TASK_STALL_AFTER_SECONDS) * 1000 || DEFAULT_STALL_AFTER_MS);
-  const resyncMs = o.resyncMs ?? DEFAULT_RESYNC_MS;
-  const metrics = new TaskMetrics(o.registry ?? new Registry());
-  const mem = new TaskMemory();
-  let fx: TaskEffects | undefined;
+const byTaskLabel = (obj: KubeObject): ObjectKey[] => {
+  const l = obj.metadata?.labels ?? {};
+  return l[LABEL_TASK] ? [{ namespace: obj.metadata?.namespace ?? '', name: l[LABEL_TASK] }] : [];
+};
+/**
+ * Forklift's transfer claims, DataVolumes and VirtualMachines carry only the UID of their Plan: the
+ * Plan, found by that UID among the cached Plans of the object's namespace (the namespace index), names
+ * its task in a label. Nothing a reconcile remembered is needed, so the first event after a restart maps.
+ */
+const byPlanLabel = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): ObjectKey[] => {
+  const uid = obj.metadata?.labels?.[PLAN_LABEL];
+  const ns = obj.metadata?.namespace ?? '';
+  if (!uid) return [];
+  const plan = cache(GVRs.Plan)?.list(ns).find((p) => p.metadata?.uid === uid);
+  const task = plan?.metadata?.labels?.[LABEL_TASK];
+  return task ? [{ namespace: ns, name: task }] : [];
+};
+/** A volume the handoff marked: its task's name is a label, its namespace the claim it is bound to. */
+const byVolume = (obj: KubeObject): ObjectKey[] => {
+  const task = obj.metadata?.labels?.[LABEL_TASK];
+  const ns = ((obj as { spec?: { claimRef?: { namespace?: string } } }).spec?.claimRef?.namespace ?? '') || '';
+  return task && ns ? [{ namespace: ns, name: task }] : [];
+};
+/** A source wakes the tasks of its namespace that reference it (the task cache's namespace index). */
+const bySource = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): ObjectKey[] => {
+  const ns = obj.metadata?.namespace ?? '';
+  const name = obj.metadata?.name;
+  return (cache(GVRs.VMImportTask)?.list(ns) ?? []).filter((t) => (t as unknown as VMImportTask).spec?.sourceRef?.name === name).map((t) => ({ namespace: ns, name: t.metadata?.name ?? '' }));
+};
 
-  const byTaskLabel = (obj: KubeObject): ObjectKey[] => {
-    const l = obj.metadata?.labels ?? {};
-    return l[LABEL_TASK] ? [{ namespace: obj.metadata?.namespace ?? '', name: l[LABEL_TASK] }] : [];
-  };
-  const byPlanLabel = (obj: KubeObject): ObjectKey[] => {
-    const uid = obj.metadata?.labels?.[PLAN_LABEL];
-    const k = uid ? mem.planOwners.get(uid) : undefined;
-    return k ? [k] : [];
-  };
-  /** A volume the handoff marked: its task's name is a label, its namespace the claim it is bound to. */
-  const byVolume = (obj: KubeObject): ObjectKey[] => {
-    const task = obj.metadata?.labels?.[LABEL_TASK];
-    const ns = ((obj as { spec?: { claimRef?: { namespace?: string } } }).spec?.claimRef?.namespace ?? '') || '';
-    return task && ns ? [{ namespace: ns, name: task }] : [];
-  };
-  const bySource = (obj: KubeObject): ObjectKey[] => {
-    const set = mem.sourceTasks.get(keyString({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' }));
-    return set ? [...set].map((k) => ({ namespace: obj.metadata?.namespace ?? '', name: k })) : [];
-  };
+const ourSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
+const keepTaskObjects = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): boolean => keepTaskObject(obj, cache(GVRs.VMImportTask), Date.now());
 
-  const ourSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
-  const keepTaskObjects = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): boolean => keepTaskObject(obj, cache(GVRs.VMImportTask), Date.now());
+function initialVMs(task: VMImportTask): VMStatus[] {
+  const prev = task.status?.vms ?? [];
+  // Until preflight resolves the default name, the VM's id stands in for it (the schema requires a
+  // non-null name, and the API server refused an empty one as null).
+  return task.spec.vms.map((s) => prev.find((p) => p.id === s.id) ?? { id: s.id, name: s.name ?? s.id, phase: 'Pending' as const });
+}
 
-  const reconciler: Reconciler = {
-    name: 'vmimporttask',
-    faultConditions: true,
-    primary: GVRs.VMImportTask,
-    watches: [
-      { gvr: GVRs.VMImportSource, map: bySource },
-      // Held only while their task runs (retention.ts): a kept, ended task reads none of them again.
-      { gvr: GVRs.Plan, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
-      { gvr: GVRs.Migration, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
-      // Watched so that the task reads its maps from a cache (they change a handful of times).
-      { gvr: GVRs.NetworkMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
-      { gvr: GVRs.StorageMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
-      { gvr: GVRs.PersistentVolumeClaim, map: byPlanLabel, labelSelector: PLAN_LABEL },
-      { gvr: GVRs.DataVolume, map: byPlanLabel, labelSelector: PLAN_LABEL },
-      { gvr: GVRs.VirtualMachine, map: byPlanLabel, labelSelector: PLAN_LABEL },
-      // The handoff's own objects carry this task's labels: the target claims, their DataVolumes and the
-      // volumes it marks. Their changes (bound, adopted, released) wake the task at once, so a handoff
-      // waiting on the PV binder or CDI needs no fast polling. Held only while their task runs
-      // (retention.ts): they keep the labels for good, and a finished or deleted task never reads them.
-      { gvr: GVRs.PersistentVolumeClaim, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
-      { gvr: GVRs.DataVolume, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
-      { gvr: GVRs.PersistentVolume, map: byVolume, labelSelector: LABEL_TASK, keep: keepTaskObjects },
-      // The handoff's outputs, served by Cozystack's aggregated API, which serves watch (with label
-      // selectors) for every application kind (cozystack/cozystack@v1.6.2:pkg/registry/apps/application/rest.go,
-      // Watch). Their creation and their Helm release's readiness wake the task; where the API does not
-      // serve watch, discovery leaves them uncached and the handoff reads them live on a timer instead.
-      { gvr: GVRs.VMDisk, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
-      { gvr: GVRs.VMInstance, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
-    ],
-    async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
-      fx ??= {
-        inventory: o.inventory ?? defaultInventoryClient(cfg, ctx.client),
-        cidr: o.cidr ?? defaultCIDRSource(ctx, cfg.serviceCIDR, cfg.podNamespace),
-        mem,
-        metrics,
-      };
-      // From the informer cache, never behind our own last write (status, finalizer); a private copy,
-      // because the reconcile edits it as it goes.
-      const seen = await mem.ownWrites.get(ctx, GVRs.VMImportTask, key.namespace, key.name);
-      const task = seen ? (structuredClone(seen) as VMImportTask & KubeObject) : undefined;
-      if (!task) {
-        metrics.setStalled(key, []);
-        mem.dropTask(key);
-        return {};
-      }
-      mem.taskUIDs.set(keyString(key), task.metadata.uid ?? '');
-      if (task.metadata.deletionTimestamp) return await finalize(ctx, fx, task);
-      // A terminal task is a record: no further actions, no requeues, nothing kept in memory for it.
-      if (isTerminalPhase(task.status?.phase) && task.status?.completedAt) {
-        metrics.setStalled(key, []);
-        mem.dropTask(key);
-        // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
-        const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
-        if (backfilled) mem.ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
-        // [forklift#27 wiring A] Forklift's VDDK Secret goes only with an archived Plan (src/forklift/retire.ts).
-        const retireMs = await retireEndedPlans(ctx, task);
-        return retireMs === undefined ? {} : { requeueAfterMs: retireMs };
-      }
-      mem.sourceOf(key, task.spec.sourceRef.name);
-      if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {
-        mem.ownWrites.wrote(GVRs.VMImportTask, await ctx.client.patch<KubeObject>(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } }), {
-          over: task.metadata.resourceVersion,
-        });
-        return { requeueAfterMs: 0 };
-      }
-      return await drive(ctx, fx, task);
-    },
-  };
+/**
+ * The VMImportTask reconciler: what it remembers between passes (progress samples, its own writes, its
+ * handoff) lives in this object, and its dependencies (inventory, service CIDRs, metrics registry,
+ * config) are injected. A restart in process is a new object that remembers nothing.
+ */
+export class TaskReconciler implements Reconciler {
+  readonly name = 'vmimporttask';
+  readonly faultConditions = true;
+  readonly primary = GVRs.VMImportTask;
+  private readonly cfg: ControllerConfig;
+  private readonly o: TaskReconcilerOptions;
+  private readonly stallAfterMs: number;
+  private readonly resyncMs: number;
+  private readonly metrics: TaskMetrics;
+  private readonly mem = new TaskMemory();
+  /** This reconciler's handoff: what it remembers lives and dies with this reconciler. */
+  private readonly handoff = new Handoff();
+  private fx: TaskEffects | undefined;
 
-  function initialVMs(task: VMImportTask, deferred: VMStatus[] | undefined): VMStatus[] {
-    const prev = deferred ?? task.status?.vms ?? [];
-    // Until preflight resolves the default name, the VM's id stands in for it (the schema requires a
-    // non-null name, and the API server refused an empty one as null).
-    return task.spec.vms.map((s) => prev.find((p) => p.id === s.id) ?? { id: s.id, name: s.name ?? s.id, phase: 'Pending' as const });
+  constructor(cfg: ControllerConfig, o: TaskReconcilerOptions = {}) {
+    this.cfg = cfg;
+    this.o = o;
+    this.stallAfterMs = o.stallAfterMs ?? (cfg.taskStallAfterSeconds ? cfg.taskStallAfterSeconds * 1000 : DEFAULT_STALL_AFTER_MS);
+    this.resyncMs = o.resyncMs ?? DEFAULT_RESYNC_MS;
+    this.metrics = new TaskMetrics(o.registry ?? new Registry());
   }
 
-  async function drive(ctx: ReconcileContext, fx: TaskEffects, task: VMImportTask & KubeObject): Promise<Result> {
+  readonly watches: Watch[] = [
+    { gvr: GVRs.VMImportSource, map: bySource },
+    // Held only while their task runs (retention.ts): a kept, ended task reads none of them again.
+    { gvr: GVRs.Plan, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
+    { gvr: GVRs.Migration, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
+    // Watched so that the task reads its maps from a cache (they change a handful of times).
+    { gvr: GVRs.NetworkMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
+    { gvr: GVRs.StorageMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
+    { gvr: GVRs.PersistentVolumeClaim, map: byPlanLabel, labelSelector: PLAN_LABEL },
+    { gvr: GVRs.DataVolume, map: byPlanLabel, labelSelector: PLAN_LABEL },
+    { gvr: GVRs.VirtualMachine, map: byPlanLabel, labelSelector: PLAN_LABEL },
+    // The handoff's own objects carry this task's labels: the target claims, their DataVolumes and the
+    // volumes it marks. Their changes (bound, adopted, released) wake the task at once, so a handoff
+    // waiting on the PV binder or CDI needs no fast polling. Held only while their task runs
+    // (retention.ts): they keep the labels for good, and a finished or deleted task never reads them.
+    { gvr: GVRs.PersistentVolumeClaim, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+    { gvr: GVRs.DataVolume, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+    { gvr: GVRs.PersistentVolume, map: byVolume, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+    // The handoff's outputs, served by Cozystack's aggregated API, which serves watch (with label
+    // selectors) for every application kind (cozystack/cozystack@v1.6.2:pkg/registry/apps/application/rest.go,
+    // Watch). Their creation and their Helm release's readiness wake the task; where the API does not
+    // serve watch, discovery leaves them uncached and the handoff reads them live on a timer instead.
+    { gvr: GVRs.VMDisk, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+    { gvr: GVRs.VMInstance, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+  ];
+
+  async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
+    const fx = (this.fx ??= {
+      inventory: this.o.inventory ?? defaultInventoryClient(this.cfg, ctx.client),
+      cidr: this.o.cidr ?? defaultCIDRSource(ctx, this.cfg.serviceCIDR, this.cfg.podNamespace),
+      mem: this.mem,
+      metrics: this.metrics,
+      handoff: this.handoff,
+    });
+    // From the informer cache, never behind our own last write (status, finalizer); a private copy,
+    // because the reconcile edits it as it goes.
+    const seen = await this.mem.ownWrites.get(ctx, GVRs.VMImportTask, key.namespace, key.name);
+    const task = seen ? (structuredClone(seen) as VMImportTask & KubeObject) : undefined;
+    if (!task) {
+      this.metrics.setStalled(key, []);
+      this.mem.dropTask(key);
+      return {};
+    }
+    this.mem.taskUIDs.set(keyString(key), task.metadata.uid ?? '');
+    if (task.metadata.deletionTimestamp) return await finalize(ctx, fx, task);
+    // A terminal task is a record: no further actions, no requeues, nothing kept in memory for it.
+    if (isTerminalPhase(task.status?.phase) && task.status?.completedAt) {
+      this.metrics.setStalled(key, []);
+      this.mem.dropTask(key);
+      // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
+      const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
+      if (backfilled) this.mem.ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
+      // Forklift's VDDK Secret goes only with an archived Plan (retire.ts).
+      const retireMs = await retireEndedPlans(ctx, task);
+      return retireMs === undefined ? {} : { requeueAfterMs: retireMs };
+    }
+    if (!(task.metadata.finalizers ?? []).includes(FINALIZER)) {
+      this.mem.ownWrites.wrote(GVRs.VMImportTask, await ctx.client.patch<KubeObject>(GVRs.VMImportTask, key.namespace, key.name, { metadata: { finalizers: [...(task.metadata.finalizers ?? []), FINALIZER], resourceVersion: task.metadata.resourceVersion } }), {
+        over: task.metadata.resourceVersion,
+      });
+      return { requeueAfterMs: 0 };
+    }
+    return await this.drive(ctx, fx, task);
+  }
+
+
+  private async drive(ctx: ReconcileContext, fx: TaskEffects, task: VMImportTask & KubeObject): Promise<Result> {
     const ns = task.metadata.namespace ?? '';
-    // Handoff steps whose status write was deferred (RECORDED_AT_ONCE): this pass starts from them while
-    // the task is still at the version they were derived from.
-    let vms = initialVMs(task, mem.deferredVMs(taskKey(task), task.metadata.resourceVersion));
+    let vms = initialVMs(task);
     const needsPreflight = vms.some((v) => v.phase !== 'Failed' && !v.plan);
 
     // 1. the source exists and is Ready
@@ -200,12 +226,12 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     let inv: Map<string, InventoryVMLike> | undefined;
     let networks: InventoryNetworkLike[] | undefined;
     if (needsPreflight && source) {
-      const pre = await runPreflight({ ctx, task, source, providerUID: source.status!.provider!.uid!, storageClass, inventory: fx.inventory, cidr: fx.cidr, vms: vms.map((v) => (v.phase === 'Pending' ? { ...v, phase: 'Validating' as const, reason: TaskReason.Validating } : v)), guestConversionEnabled: cfg.guestConversion });
+      const pre = await runPreflight({ ctx, task, source, providerUID: source.status!.provider!.uid!, storageClass, inventory: fx.inventory, cidr: fx.cidr, vms: vms.map((v) => (v.phase === 'Pending' ? { ...v, phase: 'Validating' as const, reason: TaskReason.Validating } : v)), guestConversionEnabled: this.cfg.guestConversion });
       inv = pre.inventory;
       networks = pre.networks;
       for (const [id, i] of pre.inventory) {
         const h = typeof i.host === 'string' ? i.host : i.host?.id;
-        if (h) mem.vmHosts.set(`${task.metadata.uid}/${id}`, h);
+        if (h) this.mem.vmHosts.set(`${task.metadata.uid}/${id}`, h);
       }
       vms = pre.vms.map((v) => (v.phase === 'Failed' || v.plan ? v : { ...v, plan: planName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id), reason: TaskReason.Validating, message: 'preflight passed; creating the migration plan' }));
       // Record the verdict (and the frozen class) before any Forklift object exists.
@@ -226,8 +252,8 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     const nmName = networkMapName(task.metadata.name ?? '', task.metadata.uid ?? '');
     const smName = storageMapName(task.metadata.name ?? '', task.metadata.uid ?? '');
     if (live.some((v) => !v.timestamps?.started)) {
-      const nm = await getCached(ctx, mem, GVRs.NetworkMap, ns, nmName);
-      const sm = await getCached(ctx, mem, GVRs.StorageMap, ns, smName);
+      const nm = await getCached(ctx, this.mem, GVRs.NetworkMap, ns, nmName);
+      const sm = await getCached(ctx, this.mem, GVRs.StorageMap, ns, smName);
       if (!nm || !sm) {
         if (!inv || !networks) {
           const uid = source?.status?.provider?.uid;
@@ -237,8 +263,8 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
           networks = await fx.inventory.listNetworks(uid);
         }
         const liveInv = live.map((v) => inv!.get(v.id)).filter((x): x is InventoryVMLike => !!x);
-        if (!nm) await createIfAbsent(ctx, mem, GVRs.NetworkMap, renderNetworkMap({ task, vms: liveInv, networks, providers }));
-        if (!sm) await createIfAbsent(ctx, mem, GVRs.StorageMap, renderStorageMap({ task, vms: liveInv, providers, storageClass }));
+        if (!nm) await createIfAbsent(ctx, this.mem, GVRs.NetworkMap, renderNetworkMap({ task, vms: liveInv, networks, providers }));
+        if (!sm) await createIfAbsent(ctx, this.mem, GVRs.StorageMap, renderStorageMap({ task, vms: liveInv, providers, storageClass }));
       }
     }
 
@@ -246,46 +272,43 @@ export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions =
     const now = ctx.now();
     const next: VMStatus[] = [];
     const stalled: string[] = [];
-    let requeueMs = Math.min(resyncMs, stallAfterMs);
+    let requeueMs = Math.min(this.resyncMs, this.stallAfterMs);
     const maps = { network: { name: nmName, namespace: ns }, storage: { name: smName, namespace: ns } };
-    // The write may wait for the next pass when every change of this one is a handoff step whose evidence
-    // the objects it wrote carry (RECORDED_AT_ONCE): one status write per step made a 1-disk import ~20
-    // status patches, each a round trip on the path from the engine's Succeeded to the task's Ready.
-    const results: VMPassResult[] = [];
-    // [forklift#27 wiring B] The Plans of VMs that ended in an earlier pass are archived, then deleted.
+    // The Plans of VMs that ended in an earlier pass are archived, then deleted.
     if ((task.status?.vms ?? []).some((v) => isTerminalPhase(v.phase))) {
       const retireMs = await retireEndedPlans(ctx, task, { preferCache: true });
       if (retireMs !== undefined) requeueMs = Math.min(requeueMs, retireMs);
     }
-    for (const v of vms) {
+    for (const [k, v] of vms.entries()) {
       if (isTerminalPhase(v.phase) || !v.plan) {
         next.push(v);
         continue;
       }
-      const seen = await observeVM(ctx, mem, task, v, { now, stallAfterMs, migrationName: migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id) });
+      const seen = await observeVM(ctx, this.mem, task, v, { now, stallAfterMs: this.stallAfterMs, migrationName: migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id) });
       const action = nextVMAction(seen.observation);
-      const r = await applyVMAction(ctx, fx, { task, source, action, objects: seen.objects, providers, maps, now });
+      // A handoff create is recorded first: this VM's status as it will be, the others' as this pass left them.
+      const record = async (vm: VMStatus): Promise<void> => {
+        task.status = await writeStatus(ctx, fx, task, [...next, vm, ...vms.slice(k + 1)], { storageClass });
+      };
+      const r = await applyVMAction(ctx, fx, { task, source, action, objects: seen.objects, providers, maps, now, record });
       if (r.requeueAfterMs !== undefined) requeueMs = Math.min(requeueMs, r.requeueAfterMs);
-      if (r.status.timestamps?.transferred) mem.transferOver(task.metadata.uid ?? '', v.id);
+      if (r.status.timestamps?.transferred) this.mem.transferOver(task.metadata.uid ?? '', v.id);
       if (r.status.reason === TaskReason.Stalled) stalled.push(r.status.id);
-      results.push({ before: v, after: r.status, deferrable: r.deferrable });
       next.push(r.status);
     }
-    metrics.setStalled(taskKey(task), stalled);
-    // The poll-only anchor writes every step, as the controller it stands for does: there, its own status
-    // write is what wakes its next pass (it keeps client-go's wake-up on every update), so deferring would
-    // make it wait a poll period per step and the comparison would flatter this controller.
-    // And never for long: while a handoff moves, its status is written at least every WAIT_WRITE_AFTER_MS.
-    const deferredFor = mem.deferredFor(taskKey(task), task.metadata.resourceVersion, now.getTime());
-    if (deferStatusWrite(results, deferredFor) && storageClass === task.status?.storageClass) {
-      mem.defer(taskKey(task), task.metadata.resourceVersion, next, now.getTime());
-      return { requeueAfterMs: requeueMs };
-    }
+    this.metrics.setStalled(taskKey(task), stalled);
+    // Level-triggered: the status this pass derived from what it observed, written if it changed.
     const st = await writeStatus(ctx, fx, task, next, { storageClass });
     if (isTerminalPhase(st.phase)) return {};
     return { requeueAfterMs: requeueMs };
   }
 
-  reconciler.memory = () => mem.sizes();
-  return reconciler;
+
+  memory(): Record<string, number> {
+    return { ...this.mem.sizes(), ...this.handoff.memory() };
+  }
+}
+
+export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions = {}): Reconciler {
+  return new TaskReconciler(cfg, o);
 }

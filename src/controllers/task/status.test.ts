@@ -68,6 +68,28 @@ test('aggregate progress weighs VMs by bytes', () => {
   assert.equal(aggregateProgress([vm('a', 'Transferring', { bytesTotal: 300, bytesDone: 150 }), vm('b', 'Succeeded', { bytesTotal: 100, bytesDone: 0 })]), 62.5);
 });
 
+test('progress counts what was imported: a failed VM counts as nothing imported, by bytes or, where a size is unknown, VM by VM', () => {
+  assert.equal(aggregateProgress([vm('a', 'Succeeded', { bytesTotal: 100, bytesDone: 100 }), vm('b', 'Failed', { bytesTotal: 300, bytesDone: 300 })]), 25);
+  assert.equal(aggregateProgress([vm('a', 'Succeeded', { bytesTotal: 100 }), vm('b', 'Failed')]), 50, 'a VM failed at preflight never told its size');
+  assert.equal(aggregateProgress([vm('a', 'Failed'), vm('b', 'Failed')]), 0);
+  assert.equal(aggregateProgress([vm('a', 'Succeeded'), vm('b', 'Succeeded')]), 100);
+  assert.equal(aggregateProgress([]), 0);
+});
+
+test('a Stalled or Failed VM shows no ETA and no rate; a moving one keeps them', () => {
+  const s = deriveTaskStatus({
+    prev: undefined,
+    vms: [
+      vm('a', 'Transferring', { reason: 'Stalled', etaSeconds: 120, bytesPerSecond: 10 }),
+      vm('b', 'Failed', { reason: 'Failed', etaSeconds: 30, bytesPerSecond: 5 }),
+      vm('c', 'Transferring', { reason: 'Transferring', etaSeconds: 60, bytesPerSecond: 7 }),
+    ],
+    generation: 1,
+    now,
+  });
+  assert.deepEqual(s.vms!.map((v) => [v.id, v.etaSeconds, v.bytesPerSecond]), [['a', undefined, undefined], ['b', undefined, undefined], ['c', 60, 7]]);
+});
+
 test('Finished turns True on any terminal outcome with the outcome as its reason, and stays False with InProgress while a VM runs', () => {
   const finished = (s: ReturnType<typeof deriveTaskStatus>) => s.conditions!.find((c) => c.type === 'Finished')!;
   const running = deriveTaskStatus({ prev: undefined, vms: [vm('a', 'Succeeded', { plan: 'p' }), vm('b', 'Transferring', { plan: 'q' })], generation: 1, now });

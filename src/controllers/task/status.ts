@@ -1,6 +1,6 @@
 // Pure derivation of a VMImportTask's phase, conditions and aggregate progress from its per-VM states.
 import { CONDITION_FINISHED, CONDITION_READY, CONDITION_TRANSFERRED, CONDITION_VALIDATED, REASON_IN_PROGRESS, TaskReason } from '../../api/conditions.ts';
-import type { TaskPhase, VMImportTaskStatus, VMPhase, VMStatus } from '../../api/types.ts';
+import type { HeldVolume, TaskPhase, VMImportTaskStatus, VMPhase, VMStatus } from '../../api/types.ts';
 import { setCondition } from '../../runtime/status.ts';
 
 /** Reasons for the True side of Validated/Transferred (not failure reasons, so not in TaskReason). */
@@ -31,18 +31,51 @@ export function aggregatePhase(vms: VMStatus[]): TaskPhase {
 
 /** Aggregate percent over every VM: bytes where known; a succeeded VM counts whole, a failed one not at all. */
 export function aggregateProgress(vms: VMStatus[]): number {
-  let total = 0;
-  let done = 0;
+  // What was imported, of what the task asked for: a failed VM counts with nothing imported (a task with
+  // one VM of two failed must not read 100). Weighed by bytes when every VM's size is known; otherwise
+  // (a VM failed before its transfer told its size) VM by VM.
+  if (vms.length === 0) return 0;
+  const fraction = (v: VMStatus): number => (v.phase === 'Succeeded' ? 1 : v.phase === 'Failed' || !v.bytesTotal ? 0 : Math.min(1, (v.bytesDone ?? 0) / v.bytesTotal));
+  const round = (x: number): number => Math.round(x * 10000) / 100;
+  if (vms.every((v) => (v.bytesTotal ?? 0) > 0)) {
+    let total = 0;
+    let done = 0;
+    for (const v of vms) {
+      total += v.bytesTotal!;
+      done += fraction(v) * v.bytesTotal!;
+    }
+    return round(done / total);
+  }
+  return round(vms.reduce((a, v) => a + fraction(v), 0) / vms.length);
+}
+
+/**
+ * The volumes the task holds for its failed VMs: every disk whose handoff had begun (its volume marked and
+ * put on Retain, where the handoff keeps it when the VM fails — handoff/index.ts, keepInCustody).
+ */
+export function heldVolumes(vms: readonly VMStatus[]): HeldVolume[] {
+  const out: HeldVolume[] = [];
   for (const v of vms) {
-    if (v.phase === 'Failed') continue;
-    const t = v.bytesTotal ?? 0;
-    if (t > 0) {
-      total += t;
-      done += v.phase === 'Succeeded' ? t : Math.min(t, v.bytesDone ?? 0);
+    if (v.phase !== 'Failed') continue;
+    for (const d of v.disks ?? []) {
+      if (!d.handoff || !d.volumeName) continue;
+      out.push({ name: d.volumeName, vm: v.id, disk: d.index, ...(d.capacityBytes !== undefined ? { capacityBytes: d.capacityBytes } : {}) });
     }
   }
-  if (total === 0) return vms.length && vms.every((v) => v.phase === 'Succeeded') ? 100 : 0;
-  return Math.round((done / total) * 10000) / 100;
+  return out;
+}
+
+/**
+ * A VM's transfer figures as its status shows them: a rate and an ETA only while it moves — a Stalled or
+ * Failed VM moves nothing, so its last ETA would promise a finish that is not coming.
+ */
+function withLiveFigures(v: VMStatus): VMStatus {
+  if (v.phase !== 'Failed' && v.reason !== TaskReason.Stalled) return v;
+  if (v.etaSeconds === undefined && v.bytesPerSecond === undefined) return v;
+  const out = { ...v };
+  delete out.etaSeconds;
+  delete out.bytesPerSecond;
+  return out;
 }
 
 /** downtime: source powered off → VMInstance created (completed). */
@@ -144,6 +177,7 @@ export function deriveTaskStatus(i: DeriveInput): VMImportTaskStatus {
     conds = setCondition(conds, { type: CONDITION_TRANSFERRED, status: 'False', reason, message: terminal ? 'no VM was transferred' : `${transferred.length} of ${live.length} VMs transferred` }, now, i.generation);
   }
 
+  const held = heldVolumes(vms);
   const out: VMImportTaskStatus = {
     observedGeneration: i.generation,
     phase,
@@ -153,7 +187,9 @@ export function deriveTaskStatus(i: DeriveInput): VMImportTaskStatus {
     message: readyMessage,
     storageClass: i.storageClass ?? prev.storageClass,
     progress: aggregateProgress(vms),
-    vms: vms.map((v) => {
+    ...(held.length ? { heldVolumes: held } : {}),
+    vms: vms.map((v0) => {
+      const v = withLiveFigures(v0);
       const d = downtimeSeconds(v);
       return d === undefined ? v : { ...v, downtimeSeconds: d };
     }),

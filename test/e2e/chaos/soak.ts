@@ -6,7 +6,6 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { WorldFixture } from '../../sim/index.ts';
 import type { RunningController } from '../../../src/app.ts';
-import { handoffMemory } from '../../../src/controllers/handoff/index.ts';
 import { GVRs } from '../../../src/runtime/gvr.ts';
 import type { KubeClient } from '../../../src/runtime/kube.ts';
 import type { VMImportTask } from '../../../src/api/types.ts';
@@ -29,7 +28,6 @@ export function controllerSizes(ctl: RunningController): Record<string, number> 
     // checked by their unit test rather than waited for here.
     for (const [k, v] of Object.entries(m)) if (!/Expectations$/.test(k)) out[`${r}.${k}`] = v;
   }
-  out['handoff.knownVMDisks'] = handoffMemory().knownVMDisks ?? 0;
   for (const [k, v] of Object.entries(ctl.manager.cacheSizes())) out[`cache.${k}`] = v;
   return out;
 }
