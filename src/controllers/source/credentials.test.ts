@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CredentialsRejection, VMImportSource } from '../../api/types.ts';
-import { CREDENTIALS_RETRY_BASE_MS, CREDENTIALS_RETRY_MAX_MS, credentialsBackoffMs, heldBack, recordRejection, retryNote } from './credentials.ts';
+import { CREDENTIALS_RETRY_BASE_MS, CREDENTIALS_RETRY_MAX_MS, credentialsBackoffMs, heldBack, recordRejection, retryNote, withRetryNote } from './credentials.ts';
 
 const src = (generation: number, credentialsRejected?: CredentialsRejection): VMImportSource => ({
   apiVersion: 'forklift.cozystack.io/v1alpha1',
@@ -38,4 +38,11 @@ test('the status note names both ways out: correct the spec, or the time of the 
   const r = recordRejection(src(1), now);
   assert.match(retryNote(r), /spec changes/);
   assert.ok(retryNote(r).includes(r.retryAfter));
+});
+
+test('a refusal without a full stop and the note on the next attempt read as two sentences', () => {
+  const r = { generation: 1, attempts: 1, retryAfter: '2026-01-01T00:15:00.000Z' };
+  assert.match(withRetryNote('Invalid credentials', r), /^Invalid credentials\. These credentials are not presented again/);
+  assert.match(withRetryNote('login refused.', r), /^login refused\. These/);
+  assert.doesNotMatch(withRetryNote('Invalid credentials ', r), /credentials {2}|\.\./);
 });

@@ -33,6 +33,15 @@ export function recordRejection(src: VMImportSource, now: Date): CredentialsReje
   return { generation: src.metadata.generation ?? 0, attempts, retryAfter: new Date(now.getTime() + credentialsBackoffMs(attempts)).toISOString() };
 }
 
+/**
+ * The refusal's own words, then the note on the next attempt, as two sentences: Forklift's refusals end
+ * without a full stop ("Invalid credentials"), which ran them into the note.
+ */
+export function withRetryNote(refusal: string, r: CredentialsRejection): string {
+  const head = refusal.trimEnd();
+  return (head === '' || /[.!?]$/.test(head) ? head : `${head}.`) + retryNote(r);
+}
+
 /** What the Ready message says about the next attempt. */
 export function retryNote(r: CredentialsRejection): string {
   return ` These credentials are not presented again until the source's spec changes (correct them there) or at ${r.retryAfter} (refusal ${r.attempts} of this spec): repeated failed logins would lock the account out.`;

@@ -40,7 +40,7 @@ import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
 import { getCondition, patchStatus, setCondition } from '../../runtime/status.ts';
-import { heldBack, recordRejection, retryNote } from './credentials.ts';
+import { heldBack, recordRejection, withRetryNote } from './credentials.ts';
 import { OwnershipConflict, ensureOwned, ownedBy } from './ownership.ts';
 import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
 import { holdProviderSpec, specFieldsChanged } from './hold.ts';
@@ -347,7 +347,7 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   const plain = opened.source;
   const refused = (message: string): SourceObservation['gate'] => {
     obs.credentialsRejected = recordRejection(src, obs.now);
-    return { reason: SourceReason.AuthenticationFailed, message: redact(message, secretsOf(plain)) + retryNote(obs.credentialsRejected) };
+    return { reason: SourceReason.AuthenticationFailed, message: withRetryNote(redact(message, secretsOf(plain)), obs.credentialsRejected) };
   };
 
   // 1. The credentials Secret, in the controller's own namespace: no tenant can create, read or replace
