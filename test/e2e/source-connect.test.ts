@@ -220,8 +220,10 @@ test('when vCenter\'s password changes, Forklift\'s AuthenticationFailed shows, 
   await waitForReason(c, ns, 'vc', 'Connected');
   try {
     w.fixture.password = 'rotated-in-vcenter';
-    // Forklift notices on its next look at the Provider.
-    await c.patch(GVRs.Provider, ns, 'vmimport-vc', { metadata: { annotations: { 'e2e/poke': '1' } } });
+    // Forklift looks again when the Provider's spec changes (a new generation; an annotation is filtered
+    // out, and a write to its Secret is refused by Forklift's Secret webhook, which logs in with the now
+    // stale password: test/sim/SIDE-EFFECTS.md). The controller then puts the spec back: another look.
+    await c.patch(GVRs.Provider, ns, 'vmimport-vc', { spec: { settings: { 'e2e-poke': '1' } } });
     const failed = await waitForReason(c, ns, 'vc', 'AuthenticationFailed');
     assert.match(readyOf(failed)!.message, /incorrect user name or password/);
     await c.patch(GVRs.VMImportSource, ns, 'vc', { spec: { credentials: { password: 'rotated-in-vcenter' } } });

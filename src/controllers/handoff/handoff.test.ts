@@ -14,7 +14,7 @@ import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext } from '../../runtime/reconciler.ts';
 import { Handoff, handoffHooks, type HandoffInput, type HandoffOutcome } from './index.ts';
-import { HANDOFF_STEPS, Step, type StepName } from './steps.ts';
+import { HANDOFF_STEPS, Step, pendingCheckpoint, type StepName } from './steps.ts';
 
 const NS = 'tenant';
 const TASK: VMImportTask = { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 'import', namespace: NS, uid: 'task-uid' }, spec: { sourceRef: { name: 'vc' }, vms: [{ id: 'vm-1', name: 'db' }] } };
@@ -178,20 +178,29 @@ function ctxOf(api: FakeAPI): ReconcileContext {
   return { client: api.client(), cache: () => undefined, installed: () => true, log: pino({ level: 'silent' }), events: { event() {} } as unknown as ReconcileContext['events'], now: () => new Date('2026-12-03T12:00:00Z') };
 }
 
-test('the VMDisk’s checkpoint is in the task’s status before the VMDisk is created', async () => {
+test('the VMDisk’s create is announced in the task’s status before the VMDisk is created, and confirmed once it was', async () => {
   const { api, input } = worldBeforeVMDisk();
   const out = await new Handoff().reconcile(ctxOf(api), input());
   assert.equal(out.step, Step.CreateVMDisk, out.message);
   const order = api.calls.filter((c) => c.verb === 'record' || (c.verb === 'create' && c.kind === 'VMDisk')).map((c) => `${c.verb} ${c.name}`);
-  assert.deepEqual(order, [`record ${Step.CreateVMDisk}`, 'create db-disk-0']);
+  assert.deepEqual(order, [`record ${pendingCheckpoint(Step.CreateVMDisk)}`, 'create db-disk-0']);
   assert.equal(out.disks[0]!.handoff, Step.CreateVMDisk);
+});
+
+test('a VMDisk announced but missing is made, not called deleted: its create may never have happened', async () => {
+  const { api, input } = worldBeforeVMDisk();
+  const announced = { ...input().status, disks: [{ ...input().status.disks![0]!, handoff: pendingCheckpoint(Step.CreateVMDisk) }] };
+  const out = await new Handoff().reconcile(ctxOf(api), input({ status: announced }));
+  assert.equal(out.state, 'progress', out.message);
+  assert.equal(out.step, Step.CreateVMDisk);
+  assert.ok(api.find(GVRs.VMDisk, NS, 'db-disk-0'), 'the VMDisk exists');
 });
 
 test('a create that answers an error puts the checkpoint back, so that the next pass makes the output instead of calling it deleted', async () => {
   const { api, input, recorded } = worldBeforeVMDisk();
   api.failCreate = { kind: 'VMDisk', error: new ApiError(503, 'ServiceUnavailable', 'the aggregated API is unavailable') };
   await assert.rejects(new Handoff().reconcile(ctxOf(api), input()), /unavailable/);
-  assert.deepEqual(recorded.map((d) => d[0]!.handoff), [Step.CreateVMDisk, Step.CreateDataVolume]);
+  assert.deepEqual(recorded.map((d) => d[0]!.handoff), [pendingCheckpoint(Step.CreateVMDisk), Step.CreateDataVolume]);
 });
 
 test('a VMDisk deleted after its create was recorded fails the VM with OutputDeleted; the volume stays Retain in the task’s custody, the claim leaves the handoff’s finalizer and the scaffolding VM goes', async () => {

@@ -60,7 +60,7 @@ import {
   type Markers,
   type VMObservation,
 } from './plan.ts';
-import { DISK_DONE, RECORDED_BEFORE, Step, checkpointReached, type StepName } from './steps.ts';
+import { DISK_DONE, RECORDED_BEFORE, Step, checkpointReached, pendingCheckpoint, pendingStep, type StepName } from './steps.ts';
 
 export { HANDOFF_STEPS, DISK_STEPS, VM_STEPS, RECORDED_BEFORE, Step, checkpointReached, type StepName } from './steps.ts';
 export { IRREVERSIBLE_STEPS, nextStep, nextVMStep, type DiskObservation, type DiskAction, type VMObservation, type VMAction } from './plan.ts';
@@ -139,6 +139,24 @@ export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | un
 
 function afterStep(step: StepName, diskIndex: number | undefined): void {
   handoffHooks.afterStep?.(step, diskIndex);
+}
+
+/**
+ * Writes a checkpoint back after the create it announced answered an error. Tried a few times: a
+ * checkpoint left advanced over an output that was never made reads, on the next pass, as an output a
+ * tenant deleted (OutputDeleted), and one failed status write (a 500 or a dropped connection) must not
+ * end a VM that way. Still failing, it gives up quietly: the create's own error is the one retried.
+ */
+const PUT_BACK_ATTEMPTS = 3;
+async function putBack(write: () => Promise<void>): Promise<void> {
+  for (let i = 0; i < PUT_BACK_ATTEMPTS; i++) {
+    try {
+      await write();
+      return;
+    } catch {
+      // retried below; the create's error is rethrown by the caller
+    }
+  }
 }
 
 /** True for an API refusal of an object's content or name: retrying the same object cannot help. */
@@ -306,7 +324,7 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
   const transferClaimGone = !rd.live && checkpointReached(at, Step.DeleteTransferClaim);
   const transferDataVolumesGone = !rd.live && checkpointReached(at, Step.OrphanTransferClaim);
   const knownVolumeName = d.recorded?.metadata?.name ?? d.previous?.volumeName;
-  const vmDiskCreated = checkpointReached(at, Step.CreateVMDisk);
+  const vmDiskCreated = checkpointReached(at, Step.CreateVMDisk) || pendingStep(at) === Step.CreateVMDisk;
   // Everything whose name is known before any read is read at once (a live pass — settling, verdicts —
   // then costs one round trip to the API server instead of five); only a volume named by the transfer
   // claim alone, and DataVolumes named only by its owners, wait for the claim.
@@ -770,7 +788,7 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
     }
     const recorded = RECORDED_BEFORE.has(action.step) && !checkpointReached(d.previous?.handoff, action.step);
     // Record before you advance: from this write on, a missing output is one made and then lost.
-    if (recorded) await input.record([...out, evidence(d, o, action.step), ...rest]);
+    if (recorded) await input.record([...out, evidence(d, o, pendingCheckpoint(action.step)), ...rest]);
     log.info({ disk: d.index, step: action.step, volume: o.volume?.metadata?.name, reads: rd.counters }, 'handoff step');
     let r: { refused?: string; conflicted?: boolean };
     try {
@@ -779,12 +797,14 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
       // The create answered an error: the checkpoint goes back to where it was, so that the next pass
       // makes the output instead of reading its absence as a deletion. (A create that timed out may still
       // have been made; the next pass then finds it, AlreadyExists answers the repeat.)
-      if (recorded) await input.record([...out, evidence(d, o, undefined), ...rest]).catch(() => undefined);
+      if (recorded) await putBack(() => input.record([...out, evidence(d, o, undefined), ...rest]));
       throw e;
     }
     if (r.refused) return failed(TaskReason.OutputRejected, r.refused, [...out, evidence(d, o, undefined), ...rest]);
     if (r.conflicted) {
-      // Not taken: the checkpoint stays where it was, and the disk is observed again from the server.
+      // Not taken: the checkpoint goes back where it was (a create answered Conflict made nothing), and the
+      // disk is observed again from the server.
+      if (recorded) await putBack(() => input.record([...out, evidence(d, o, undefined), ...rest]));
       log.info({ disk: d.index, step: action.step }, 'handoff step answered Conflict; observing again');
       return { state: 'progress', disks: [...out, evidence(d, o, undefined), ...rest], message: `disk ${d.index}: ${action.step} (conflict, retrying)`, requeueAfterMs: 0 };
     }
@@ -840,7 +860,10 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
     });
     if (!r.ok) return failed(TaskReason.Failed, r.message, out);
     // Record before you advance: from this write on, a missing VMInstance is one made and then lost.
-    if (!input.status.vmInstance) await input.record(out, input.vmName);
+    // The VMInstance's name is recorded by this pass's status write once the create succeeded (the outcome
+    // below): from then on its absence is a deletion (nextVMStep). Recorded before the create, a create
+    // that never happened — its answer an error, or the record's own write answered an error after it was
+    // applied — read as a deleted VMInstance and failed a healthy VM under API faults.
     const c = await createOutput(ctx, st, GVRs.VMInstance, r.object);
     if (c.refused) return failed(TaskReason.OutputRejected, c.refused, out);
   } else if (va.step === Step.ReleaseClaims) {

@@ -6,7 +6,7 @@ import { TaskReason } from '../../api/conditions.ts';
 import { releaseState } from '../../cozystack/release.ts';
 import { hasOutputMarkers, markedDiskIndex } from '../../cozystack/render.ts';
 import type { KubeObject } from '../../runtime/kube.ts';
-import { Step, checkpointReached, type StepName } from './steps.ts';
+import { Step, checkpointReached, pendingStep, type StepName } from './steps.ts';
 
 /**
  * The steps after which data cannot be brought back, each with what it is decided on. Every one of them is
@@ -73,9 +73,10 @@ export interface DiskObservation {
   dataVolume?: KubeObject;
   vmDiskObject?: KubeObject;
   /**
-   * The disk's checkpoint as recorded in the task's status. A create step's checkpoint is recorded before
-   * the create is sent (RECORDED_BEFORE), so an output missing past it was made and then deleted by
-   * someone else, not still to be made. The VMDisk is always read once create-vmdisk is recorded.
+   * The disk's checkpoint as recorded in the task's status. A create step's intent is recorded before the
+   * create is sent and confirmed after it (RECORDED_BEFORE), so an output missing past a confirmed
+   * checkpoint was made and then deleted by someone else, not still to be made. The VMDisk is always read
+   * once create-vmdisk is recorded.
    */
   checkpoint?: string;
 }
@@ -166,6 +167,9 @@ export function deletedOutput(o: Pick<DiskObservation, 'checkpoint' | 'claim' | 
   ];
   for (const [step, obj, what] of outputs) {
     if (checkpointReached(o.checkpoint, step) && (!obj || deleting(obj))) return { what, object: obj };
+    // Announced and not yet confirmed (steps.ts RECORDED_BEFORE): an output being deleted was made; a
+    // missing one may never have been, and is made again.
+    if (pendingStep(o.checkpoint) === step && obj && deleting(obj)) return { what, object: obj };
   }
   return undefined;
 }

@@ -59,17 +59,42 @@ export const HANDOFF_STEPS: readonly StepName[] = [...DISK_STEPS, ...VM_STEPS];
 export const DISK_DONE = 'done';
 
 /**
- * Steps that create an output the tenant may delete. Their checkpoint is written to the task's status
- * BEFORE the create is sent (record before you advance): from then on, a missing output is one that was
- * made and lost, never one still to be made — so the handoff never re-creates what a tenant deleted, and
- * never re-creates an empty DataVolume over a claim that went with it.
+ * Steps that create an output the tenant may delete. Before the create is sent, the intent is written to
+ * the task's status (record before you advance): `pending:<step>`. The create's success turns it into
+ * `<step>` in the same pass's status write. So the next pass tells the three cases apart:
+ * - `<step>` and the output missing or being deleted: made, then deleted by someone else (OutputDeleted);
+ *   the handoff never re-creates what a tenant deleted, nor an empty DataVolume over a claim that went;
+ * - `pending:<step>` and the output being deleted: made (it exists), and someone is deleting it;
+ * - `pending:<step>` and the output missing: the create may not have happened (its answer was an error,
+ *   the intent's own write answered an error after it was applied, or the process died in between), so
+ *   it is made now. Reading that as a deletion failed healthy VMs under API faults. The one case it gets
+ *   wrong is an output deleted within milliseconds of its create, before the confirming write: that
+ *   output is made again, over the same volume — never an empty one, the claim being held (CLAIM_FINALIZER).
  */
 export const RECORDED_BEFORE: ReadonlySet<StepName> = new Set([Step.CreateClaim, Step.CreateDataVolume, Step.CreateVMDisk]);
 
-/** The recorded checkpoint is `step` or later: a decision past it was taken (and recorded) earlier. */
+const PENDING = 'pending:';
+
+/** The checkpoint written before a RECORDED_BEFORE step's create is sent. */
+export function pendingCheckpoint(step: StepName): string {
+  return `${PENDING}${step}`;
+}
+
+/** The step whose create was announced (`pending:<step>`) and not yet confirmed; else undefined. */
+export function pendingStep(checkpoint: string | undefined): StepName | undefined {
+  if (!checkpoint?.startsWith(PENDING)) return undefined;
+  const step = checkpoint.slice(PENDING.length) as StepName;
+  return DISK_STEPS.includes(step) ? step : undefined;
+}
+
+/**
+ * The recorded checkpoint is `step` or later: a decision past it was taken (and recorded) earlier. A
+ * pending checkpoint has reached only the steps before the one it announces.
+ */
 export function checkpointReached(checkpoint: string | undefined, step: StepName): boolean {
   if (!checkpoint) return false;
   if (checkpoint === DISK_DONE) return true;
-  const i = DISK_STEPS.indexOf(checkpoint as StepName);
+  const pending = pendingStep(checkpoint);
+  const i = pending ? DISK_STEPS.indexOf(pending) - 1 : DISK_STEPS.indexOf(checkpoint as StepName);
   return i >= 0 && i >= DISK_STEPS.indexOf(step);
 }
