@@ -72,24 +72,31 @@ export function generateCA(o: { commonName: string; validityMs: number; now?: Da
   return { certPEM: forge.pki.certificateToPem(cert), keyPEM: k.privPEM };
 }
 
-export function generateServingCert(ca: PEMPair, o: { commonName: string; dnsNames: string[]; ipAddresses: string[]; validityMs: number; now?: Date }): PEMPair {
+/**
+ * A leaf certificate signed by `ca`, backdated like the CA and never outliving it (a certificate valid past
+ * its issuer fails verification the day the CA expires), with `usage` as its extended key usage.
+ */
+function issueLeaf(ca: PEMPair, o: { commonName: string; validityMs: number; now?: Date }, usage: Record<string, unknown>, altNames?: unknown[]): PEMPair {
   const now = o.now ?? new Date();
   const caCert = forge.pki.certificateFromPem(ca.certPEM);
   const caKey = forge.pki.privateKeyFromPem(ca.keyPEM);
   const k = newKey();
-  // Never outlive the CA: a certificate valid past its issuer fails verification the day the CA expires.
   const notAfter = new Date(Math.min(now.getTime() + o.validityMs, caCert.validity.notAfter.getTime()));
   const cert = baseCert(o.commonName, k.pub, new Date(now.getTime() - BACKDATE_MS), notAfter);
   cert.setIssuer(caCert.subject.attributes);
   cert.setExtensions([
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
-    { name: 'extKeyUsage', serverAuth: true },
-    // Go's TLS ignores the CN: every name the API server dials must be a SAN.
-    { name: 'subjectAltName', altNames: [...o.dnsNames.map((value) => ({ type: 2, value })), ...o.ipAddresses.map((ip) => ({ type: 7, ip }))] },
+    { name: 'extKeyUsage', ...usage },
+    ...(altNames ? [{ name: 'subjectAltName', altNames }] : []),
   ]);
   cert.sign(caKey, forge.md.sha256.create());
   return { certPEM: forge.pki.certificateToPem(cert), keyPEM: k.privPEM };
+}
+
+export function generateServingCert(ca: PEMPair, o: { commonName: string; dnsNames: string[]; ipAddresses: string[]; validityMs: number; now?: Date }): PEMPair {
+  // Go's TLS ignores the CN: every name the API server dials must be a SAN.
+  return issueLeaf(ca, o, { serverAuth: true }, [...o.dnsNames.map((value) => ({ type: 2, value })), ...o.ipAddresses.map((ip) => ({ type: 7, ip }))]);
 }
 
 /**
@@ -97,20 +104,7 @@ export function generateServingCert(ca: PEMPair, o: { commonName: string; dnsNam
  * admission configuration names one (docs/security.md). The webhook checks the chain and the name.
  */
 export function generateClientCert(ca: PEMPair, o: { commonName: string; validityMs: number; now?: Date }): PEMPair {
-  const now = o.now ?? new Date();
-  const caCert = forge.pki.certificateFromPem(ca.certPEM);
-  const caKey = forge.pki.privateKeyFromPem(ca.keyPEM);
-  const k = newKey();
-  const notAfter = new Date(Math.min(now.getTime() + o.validityMs, caCert.validity.notAfter.getTime()));
-  const cert = baseCert(o.commonName, k.pub, new Date(now.getTime() - BACKDATE_MS), notAfter);
-  cert.setIssuer(caCert.subject.attributes);
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: false },
-    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
-    { name: 'extKeyUsage', clientAuth: true },
-  ]);
-  cert.sign(caKey, forge.md.sha256.create());
-  return { certPEM: forge.pki.certificateToPem(cert), keyPEM: k.privPEM };
+  return issueLeaf(ca, o, { clientAuth: true });
 }
 
 export function certValidity(pem: string): { notBefore: Date; notAfter: Date; serial: string } {
