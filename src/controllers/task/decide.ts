@@ -107,6 +107,11 @@ export type VMAction =
 
 export type VMActionType = VMAction['type'];
 
+/** An action whose status is its whole effect: no request is made for it. */
+export function writesNothing(a: VMAction): boolean {
+  return a.type === 'none' || a.type === 'report' || a.type === 'fail';
+}
+
 function iso(d: Date): string {
   return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }

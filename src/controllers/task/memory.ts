@@ -22,6 +22,20 @@ export class TaskMemory {
   readonly forkliftWrites = new Expectations();
   /** Task key → UID of the task last seen under it (to forget a deleted task's UID-keyed entries). */
   readonly taskUIDs = new Map<string, string>();
+  /** Per task UID: the VMs (by index) whose action the last pass did not start; they go first next time. */
+  private readonly behind = new Map<string, number[]>();
+
+  /** `ks` with the VMs the last pass left behind first (lost on a restart: the order is only fairness). */
+  rotate(taskUID: string, ks: number[]): number[] {
+    const first = new Set(this.behind.get(taskUID) ?? []);
+    return [...ks.filter((k) => first.has(k)), ...ks.filter((k) => !first.has(k))];
+  }
+
+  /** Records the VMs a pass did not reach. */
+  deferred(taskUID: string, ks: number[]): void {
+    if (ks.length) this.behind.set(taskUID, ks);
+    else this.behind.delete(taskUID);
+  }
 
   /** Drops the progress samples of one VM whose transfer is over. */
   transferOver(taskUID: string, vmId: string): void {
@@ -43,6 +57,7 @@ export class TaskMemory {
   /** Drops the in-memory progress samples and diagnosis facts of a task that needs no more of them. */
   forget(taskUID: string): void {
     for (const m of [this.samples, this.dvSamples, this.vmHosts]) for (const k of m.keys()) if (k.startsWith(`${taskUID}/`)) m.delete(k);
+    this.behind.delete(taskUID);
   }
 
   sizes(): Record<string, number> {
@@ -51,6 +66,7 @@ export class TaskMemory {
       dvSamples: this.dvSamples.size,
       vmHosts: this.vmHosts.size,
       taskUIDs: this.taskUIDs.size,
+      behind: this.behind.size,
       taskExpectations: this.ownWrites.size(),
       forkliftExpectations: this.forkliftWrites.size(),
     };

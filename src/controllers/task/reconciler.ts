@@ -21,9 +21,10 @@ import { TaskReason } from '../../api/conditions.ts';
 import { failVM, runPreflight, type CIDRSource, type TaskInventory } from './preflight.ts';
 import { TaskMetrics } from './metrics.ts';
 import { backfillFinished, isTerminalPhase } from './status.ts';
-import { nextVMAction, taskGate } from './decide.ts';
+import { nextVMAction, taskGate, writesNothing, type VMAction } from './decide.ts';
+import { StatusBoard, boundedPool } from './board.ts';
 import { Handoff } from '../handoff/index.ts';
-import { PLAN_LABEL, getCached, observeVM, taskKey } from './observe.ts';
+import { PLAN_LABEL, getCached, observeVM, taskKey, type VMObjects } from './observe.ts';
 import { retireEndedPlans } from './retire.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
@@ -51,6 +52,25 @@ export const DEFAULT_STALL_AFTER_MS = 10 * 60_000;
 export const DEFAULT_RESYNC_MS = 30_000;
 /** Waiting on the source or on Forklift to appear: the watches on sources/CRDs wake us; this is a backstop. */
 const WAITING_RESYNC_MS = 60_000;
+/**
+ * VMs observed at once: nearly every read is a cache's, and the few live ones (an absence that would fail
+ * a VM) should not queue behind each other in a 200-VM task.
+ */
+const OBSERVE_IN_FLIGHT = 16;
+/**
+ * VMs whose action writes (a Plan, a Migration, a handoff step), at once. The client's rate limit is the
+ * real brake (--kube-api-qps); more in flight would only queue on it and lengthen the pass, which holds
+ * back every other VM's next observation.
+ */
+const VM_ACTIONS_IN_FLIGHT = 8;
+/**
+ * After this long a pass starts no more actions: it ends with those in flight and the next pass, at
+ * once, observes every VM again. Without it a 200-VM task showed a VM's phase change only after every
+ * other VM's live reads (30 s for 30 VMs).
+ */
+const PASS_START_BUDGET_MS = 500;
+/** A long pass writes what it has so far this often: a VM's result shows within about a second. */
+const INTERIM_WRITE_MS = 1_000;
 
 const byTaskLabel = (obj: KubeObject): ObjectKey[] => {
   const l = obj.metadata?.labels ?? {};
@@ -268,10 +288,10 @@ export class TaskReconciler implements Reconciler {
       }
     }
 
-    // 5. per VM: observe → decide → act (Plan → Migration → progress → handoff)
+    // 5. per VM: observe → decide → act (Plan → Migration → progress → handoff). Every VM is observed and
+    // decided from the caches first, and what that alone changed is written at once; the actions that
+    // write then run a few at a time (board.ts), each result on the board as it comes.
     const now = ctx.now();
-    const next: VMStatus[] = [];
-    const stalled: string[] = [];
     let requeueMs = Math.min(this.resyncMs, this.stallAfterMs);
     const maps = { network: { name: nmName, namespace: ns }, storage: { name: smName, namespace: ns } };
     // The Plans of VMs that ended in an earlier pass are archived, then deleted.
@@ -279,26 +299,49 @@ export class TaskReconciler implements Reconciler {
       const retireMs = await retireEndedPlans(ctx, task, { preferCache: true });
       if (retireMs !== undefined) requeueMs = Math.min(requeueMs, retireMs);
     }
-    for (const [k, v] of vms.entries()) {
-      if (isTerminalPhase(v.phase) || !v.plan) {
-        next.push(v);
-        continue;
-      }
+    const board = new StatusBoard(vms, async (list) => {
+      task.status = await writeStatus(ctx, fx, task, list, { storageClass });
+    });
+    const open = [...vms.keys()].filter((k) => !isTerminalPhase(vms[k]!.phase) && vms[k]!.plan);
+    const decided = new Map<number, { action: VMAction; objects: VMObjects }>();
+    await boundedPool(open, OBSERVE_IN_FLIGHT, async (k) => {
+      const v = vms[k]!;
       const seen = await observeVM(ctx, this.mem, task, v, { now, stallAfterMs: this.stallAfterMs, migrationName: migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id) });
       const action = nextVMAction(seen.observation);
-      // A handoff create is recorded first: this VM's status as it will be, the others' as this pass left them.
-      const record = async (vm: VMStatus): Promise<void> => {
-        task.status = await writeStatus(ctx, fx, task, [...next, vm, ...vms.slice(k + 1)], { storageClass });
-      };
-      const r = await applyVMAction(ctx, fx, { task, source, action, objects: seen.objects, providers, maps, now, record });
-      if (r.requeueAfterMs !== undefined) requeueMs = Math.min(requeueMs, r.requeueAfterMs);
-      if (r.status.timestamps?.transferred) this.mem.transferOver(task.metadata.uid ?? '', v.id);
-      if (r.status.reason === TaskReason.Stalled) stalled.push(r.status.id);
-      next.push(r.status);
-    }
-    this.metrics.setStalled(taskKey(task), stalled);
+      // A decision that writes nothing is its own result; one that writes shows once its write succeeded.
+      if (writesNothing(action)) board.set(k, action.status);
+      else decided.set(k, { action, objects: seen.objects });
+    });
+    if (decided.size > 0) await board.flush();
+    const passStart = Date.now();
+    // Round-robin across passes: the VMs a pass did not reach go first in the next one.
+    const order = this.mem.rotate(task.metadata.uid ?? '', [...decided.keys()]);
+    const left = await boundedPool(
+      order,
+      VM_ACTIONS_IN_FLIGHT,
+      async (k) => {
+        const { action, objects } = decided.get(k)!;
+        // A handoff create is recorded first: this VM's status as it will be, the others' as the board has them.
+        const record = async (vm: VMStatus): Promise<void> => {
+          board.set(k, vm);
+          await board.flush();
+        };
+        const r = await applyVMAction(ctx, fx, { task, source, action, objects, providers, maps, now, record });
+        if (r.requeueAfterMs !== undefined) requeueMs = Math.min(requeueMs, r.requeueAfterMs);
+        board.set(k, r.status);
+        // A long pass shows what it has so far, at most once a second.
+        if (board.sinceWrite() >= INTERIM_WRITE_MS) await board.flush();
+      },
+      () => Date.now() - passStart < PASS_START_BUDGET_MS,
+    );
+    this.mem.deferred(task.metadata.uid ?? '', left);
+    if (left.length) requeueMs = 0;
+    const next = board.list();
+    for (const v of next) if (v.timestamps?.transferred) this.mem.transferOver(task.metadata.uid ?? '', v.id);
+    this.metrics.setStalled(taskKey(task), next.filter((v) => !isTerminalPhase(v.phase) && v.reason === TaskReason.Stalled).map((v) => v.id));
     // Level-triggered: the status this pass derived from what it observed, written if it changed.
-    const st = await writeStatus(ctx, fx, task, next, { storageClass });
+    await board.flush();
+    const st = task.status!;
     if (isTerminalPhase(st.phase)) return {};
     return { requeueAfterMs: requeueMs };
   }
