@@ -3,7 +3,7 @@
 //   - started:     the VM's Migration appears (an admin watch)      → the VM reads Transferring;
 //   - transferred: the engine reports the VM Succeeded (Plan or Migration, whichever says so first)
 //                  → the VM reads Creating or Succeeded;
-//   - imported:    the VM's VMInstance appears                       → the VM reads Succeeded.
+//   - imported:    the VM's VMInstance reports its release Ready     → the VM reads Succeeded.
 // Each is seen by an admin watch on both sides, so both ends carry the same watch delay. Prints p50, p95
 // and max per transition; with --baseline <git ref>, that ref's controller runs the same import on a
 // fresh control plane and the figures are written side by side, with ratios baseline / current. Also
@@ -92,7 +92,8 @@ class Observer {
     this.infs.push(
       await watchKind(env.admin, GVRs.VMInstance, (o, at) => {
         if (!mine(o)) return;
-        this.first(this.world, 'imported', label(o, LABEL_VM_ID), at);
+        const ready = ((o.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+        if (ready) this.first(this.world, 'imported', label(o, LABEL_VM_ID), at);
       }, this.ns),
     );
     this.infs.push(

@@ -8,7 +8,7 @@ import { TaskReason } from '../../api/conditions.ts';
 import type { VMStatus } from '../../api/types.ts';
 import type { VMMigration } from '../../forklift/migration.ts';
 import type { ForkliftCondition } from '../../forklift/plan.ts';
-import { nextVMAction, taskGate, type VMAction, type VMObservation } from './decide.ts';
+import { nextVMAction, statusBeforeAction, taskGate, type VMAction, type VMObservation } from './decide.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
 
@@ -198,7 +198,7 @@ interface RunResult {
 }
 
 /** Runs the machine to the end; `pick` chooses the next move among the possible ones, `crash` whether a pass loses its status write. */
-function run(fate: Fate, pick: (moves: Move[]) => Move, crash: () => boolean, mode: Mode = 'cold'): RunResult {
+function run(fate: Fate, pick: (moves: Move[]) => Move, crash: () => boolean, mode: Mode = 'cold', lostAction: () => boolean = () => false): RunResult {
   const w = fresh(fate, mode);
   let status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Validating', plan: 'plan-1' };
   const violations: string[] = [];
@@ -220,6 +220,11 @@ function run(fate: Fate, pick: (moves: Move[]) => Move, crash: () => boolean, mo
     if (a.type === 'set-cutover' && w.migrationCutover !== undefined && Date.parse(a.cutover) >= w.migrationCutover) violations.push('cutover moved later (or rewritten)');
     if ((a.type === 'report' || a.type === 'set-cutover') && a.status.phase === 'Precopying' && w.stage !== 'precopying' && w.stage !== 'pending') violations.push(`Precopying shown with Forklift at ${w.stage}`);
     if (mode === 'cold' && a.type === 'report' && (a.status.phase === 'Precopying' || a.status.phase === 'CuttingOver')) violations.push('a cold import shown warm');
+    // The pass wrote what it observed and then lost its action (a crash, an error in a sibling's write).
+    if (a.type !== 'none' && lostAction()) {
+      status = statusBeforeAction(a, status);
+      continue;
+    }
     const next = act(w, a);
     const changed = [before.plan !== w.plan, before.migration !== w.migration, before.handoff !== w.handoffSteps].filter(Boolean).length;
     if (changed > 1) violations.push(`one pass took ${changed} steps`);
@@ -276,6 +281,22 @@ test(`${mode}: a crash that loses any pass’s status write is resumed: the same
       const clean = run(fate, pick, () => false, mode);
       assert.deepEqual(withCrashes.violations, []);
       assert.deepEqual({ phase: withCrashes.status.phase, reason: withCrashes.status.reason }, { phase: clean.status.phase, reason: clean.status.reason });
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test(`${mode}: a status written before its action ran, the action then lost, is resumed: the same end, with no object created twice`, () => {
+  fc.assert(
+    fc.property(fateArb, fc.array(fc.nat(), { minLength: 50, maxLength: 400 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 50 }), (fate, choices, lost) => {
+      let i = 0;
+      let c = 0;
+      const pick = (moves: Move[]): Move => moves[(choices[i++ % choices.length] ?? 0) % moves.length]!;
+      const withLoss = run(fate, pick, () => false, mode, () => c < lost.length && lost[c++]!);
+      i = 0;
+      const clean = run(fate, pick, () => false, mode);
+      assert.deepEqual(withLoss.violations, []);
+      assert.deepEqual({ phase: withLoss.status.phase, reason: withLoss.status.reason }, { phase: clean.status.phase, reason: clean.status.reason });
     }),
     { numRuns: 300 },
   );

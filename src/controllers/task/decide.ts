@@ -112,6 +112,16 @@ export function writesNothing(a: VMAction): boolean {
   return a.type === 'none' || a.type === 'report' || a.type === 'fail';
 }
 
+/**
+ * What a VM's status may say while its action has not run: the action's status, which is what was
+ * observed, unless it states the action's own effect — a `started` stamp before the Migration exists
+ * would read as "the Migration was deleted" to the next pass, a cutover before Forklift has it as
+ * scheduled — where it stays as it was.
+ */
+export function statusBeforeAction(a: VMAction, before: VMStatus): VMStatus {
+  return a.type === 'create-migration' || a.type === 'set-cutover' ? before : a.status;
+}
+
 function iso(d: Date): string {
   return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
@@ -314,7 +324,7 @@ export function nextVMAction(o: VMObservation): VMAction {
   if (o.outputs && !o.outputs.handoffStarted && o.outputs.pendingClaims?.length) {
     return { type: 'fail', status: failVM(v, TaskReason.StorageClassWaitForFirstConsumer, pendingAfterCopyMessage(o.outputs.pendingClaims)) };
   }
-  return { type: 'handoff', status: v };
+  return { type: 'handoff', status: v.phase === 'Creating' ? v : { ...v, phase: 'Creating', reason: TaskReason.Creating, message: 'handing the transferred volumes over to VMDisks' } };
 }
 
 

@@ -21,7 +21,7 @@ import { TaskReason } from '../../api/conditions.ts';
 import { failVM, runPreflight, type CIDRSource, type TaskInventory } from './preflight.ts';
 import { TaskMetrics } from './metrics.ts';
 import { backfillFinished, isTerminalPhase } from './status.ts';
-import { nextVMAction, taskGate, writesNothing, type VMAction } from './decide.ts';
+import { nextVMAction, statusBeforeAction, taskGate, writesNothing, type VMAction } from './decide.ts';
 import { StatusBoard, boundedPool } from './board.ts';
 import { Handoff } from '../handoff/index.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey, type VMObjects } from './observe.ts';
@@ -308,9 +308,10 @@ export class TaskReconciler implements Reconciler {
       const v = vms[k]!;
       const seen = await observeVM(ctx, this.mem, task, v, { now, stallAfterMs: this.stallAfterMs, migrationName: migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id) });
       const action = nextVMAction(seen.observation);
-      // A decision that writes nothing is its own result; one that writes shows once its write succeeded.
-      if (writesNothing(action)) board.set(k, action.status);
-      else decided.set(k, { action, objects: seen.objects });
+      // A decision that writes nothing is its own result; one that writes shows what was observed now,
+      // and its own effect once its write succeeded.
+      board.set(k, writesNothing(action) ? action.status : statusBeforeAction(action, v));
+      if (!writesNothing(action)) decided.set(k, { action, objects: seen.objects });
     });
     if (decided.size > 0) await board.flush();
     const passStart = Date.now();
