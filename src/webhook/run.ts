@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { ControllerConfig } from '../config.ts';
-import { defaultInventoryClient } from '../controllers/source/reconciler.ts';
+import { defaultInventoryClient } from '../forklift/inventory-client.ts';
 import type { KubeClient } from '../runtime/kube.ts';
 import { FileCerts, SelfManagedCerts, StaticCerts, generateCA, generateServingCert, type CertSource } from './certs.ts';
 import { installWebhookConfigurations, uninstallWebhookConfigurations } from './config.ts';

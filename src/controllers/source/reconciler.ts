@@ -1,6 +1,5 @@
 // VMImportSource reconciler (thin): read the source, project its credentials, drive Forklift's Providers
 // and Hosts, mirror Forklift's verdict into status, publish the VM inventory for pickers, clean up on delete.
-import type https from 'node:https';
 import { CONDITION_READY, SourceReason } from '../../api/conditions.ts';
 import {
   ANNOTATION_INVENTORY_TRUNCATED,
@@ -15,7 +14,8 @@ import {
 import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource, type VMImportTask } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
 import { PLAN_CRD_NAME, forkliftTooOldMessage, missingPlanFields } from '../../forklift/features.ts';
-import { CachedCA, InventoryClient, InventoryError, pickerList, statusInventory } from '../../forklift/inventory.ts';
+import { InventoryError, pickerList, statusInventory, type InventoryClient } from '../../forklift/inventory.ts';
+import { defaultInventoryClient, inventoryCA } from '../../forklift/inventory-client.ts';
 import { inventoryEntry } from '../../forklift/assess.ts';
 import {
   ANNOTATION_RETEST,
@@ -109,50 +109,6 @@ export interface SourceReconcilerDeps {
   keyring?: KeyringSource;
   /** Resolves a host name to its addresses (default: the system resolver, as Forklift's pods resolve). */
   resolve?: (host: string) => Promise<string[]>;
-}
-
-/** The controller's own bearer token (kubeconfig token or in-cluster ServiceAccount token). */
-export async function bearerToken(client: KubeClient): Promise<string | undefined> {
-  const o: https.RequestOptions = {};
-  await client.kc.applyToHTTPSOptions(o);
-  const h = (o.headers ?? {}) as Record<string, string>;
-  const auth = h.Authorization ?? h.authorization;
-  return auth?.startsWith('Bearer ') ? auth.slice(7) : undefined;
-}
-
-// One cached inventory CA per client and Secret: reconcilers build an inventory client per pass, and
-// the webhook one per process; all of them share the CA read.
-const inventoryCAs = new WeakMap<KubeClient, Map<string, CachedCA>>();
-
-/** The inventory CA of `cfg`, read through `client` and cached by the Secret's resourceVersion. */
-export function inventoryCA(cfg: ControllerConfig, client: KubeClient): CachedCA {
-  let byName = inventoryCAs.get(client);
-  if (!byName) inventoryCAs.set(client, (byName = new Map()));
-  const key = `${cfg.forkliftNamespace}/${cfg.inventoryCASecret}`;
-  let ca = byName.get(key);
-  if (!ca) {
-    ca = new CachedCA({
-      read: async () => {
-        const s = await client.get<SecretObject>(GVRs.Secret, cfg.forkliftNamespace, cfg.inventoryCASecret);
-        if (!s) return undefined;
-        const d = s.data?.['ca.crt'];
-        return { resourceVersion: s.metadata?.resourceVersion, pem: d ? Buffer.from(d, 'base64').toString('utf8') : undefined };
-      },
-    });
-    byName.set(key, ca);
-  }
-  return ca;
-}
-
-export function defaultInventoryClient(cfg: ControllerConfig, client: KubeClient): InventoryClient {
-  const ca = inventoryCA(cfg, client);
-  return new InventoryClient({
-    baseURL: cfg.inventoryURL,
-    forkliftNamespace: cfg.forkliftNamespace,
-    ca: () => ca.get(),
-    refreshCA: () => ca.refresh(),
-    token: () => bearerToken(client),
-  });
 }
 
 function mapToSource(o: KubeObject): ObjectKey[] {

@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import type { ControllerConfig } from '../../config.ts';
 import { FINALIZER, LABEL_MANAGED_BY, LABEL_TASK, MANAGED_BY_VALUE } from '../../api/labels.ts';
 import type { VMImportSource, VMImportTask, VMStatus } from '../../api/types.ts';
-import { defaultInventoryClient } from '../source/reconciler.ts';
+import { defaultInventoryClient } from '../../forklift/inventory-client.ts';
 import { renderNetworkMap, renderStorageMap, type InventoryNetworkLike, type InventoryVMLike, type ProviderRefs } from '../../forklift/maps.ts';
 import { networkMapName, planName, storageMapName, migrationName } from '../../forklift/names.ts';
 import { destinationProviderName, sourceProviderName } from '../../forklift/provider.ts';
