@@ -294,11 +294,6 @@ export class TaskReconciler implements Reconciler {
     const now = ctx.now();
     let requeueMs = Math.min(this.resyncMs, this.stallAfterMs);
     const maps = { network: { name: nmName, namespace: ns }, storage: { name: smName, namespace: ns } };
-    // The Plans of VMs that ended in an earlier pass are archived, then deleted.
-    if ((task.status?.vms ?? []).some((v) => isTerminalPhase(v.phase))) {
-      const retireMs = await retireEndedPlans(ctx, task, { preferCache: true });
-      if (retireMs !== undefined) requeueMs = Math.min(requeueMs, retireMs);
-    }
     const board = new StatusBoard(vms, async (list) => {
       task.status = await writeStatus(ctx, fx, task, list, { storageClass });
     });
@@ -317,7 +312,11 @@ export class TaskReconciler implements Reconciler {
     const passStart = Date.now();
     // Round-robin across passes: the VMs a pass did not reach go first in the next one.
     const order = this.mem.rotate(task.metadata.uid ?? '', [...decided.keys()]);
-    const left = await boundedPool(
+    const mayStart = (): boolean => Date.now() - passStart < PASS_START_BUDGET_MS;
+    // The Plans of VMs that ended in an earlier pass are archived, then deleted, beside the VMs' actions.
+    const endedEarlier = (task.status?.vms ?? []).some((v) => isTerminalPhase(v.phase));
+    const retiring = endedEarlier ? retireEndedPlans(ctx, task, { preferCache: true, mayStart }) : Promise.resolve(undefined);
+    const acting = boundedPool(
       order,
       VM_ACTIONS_IN_FLIGHT,
       async (k) => {
@@ -333,8 +332,14 @@ export class TaskReconciler implements Reconciler {
         // A long pass shows what it has so far, at most once a second.
         if (board.sinceWrite() >= INTERIM_WRITE_MS) await board.flush();
       },
-      () => Date.now() - passStart < PASS_START_BUDGET_MS,
+      mayStart,
     );
+    // Both run to their end before either's error is thrown: no write is left running behind the pass.
+    const [retired, acted] = await Promise.allSettled([retiring, acting]);
+    if (retired.status === 'rejected') throw retired.reason;
+    if (acted.status === 'rejected') throw acted.reason;
+    const left = acted.value;
+    if (retired.value !== undefined) requeueMs = Math.min(requeueMs, retired.value);
     this.mem.deferred(task.metadata.uid ?? '', left);
     if (left.length) requeueMs = 0;
     const next = board.list();

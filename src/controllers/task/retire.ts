@@ -9,6 +9,7 @@ import { GVRs } from '../../runtime/gvr.ts';
 import { isNotFound, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext } from '../../runtime/reconciler.ts';
 import { listOptional } from './observe.ts';
+import { boundedPool } from './board.ts';
 
 /** While Forklift has not said Archived: look again this soon (its Plan controller archives in one pass). */
 export const RETIRE_POLL_MS = 2_000;
@@ -18,12 +19,16 @@ export const RETIRE_POLL_MS = 2_000;
  */
 export const RETIRE_RUN_POLL_MS = 30_000;
 
+/** Plans retired at once: the client's rate limit is the brake, as for the VMs' actions (reconciler.ts). */
+const RETIRE_IN_FLIGHT = 8;
+
 /**
  * One step for each Plan of this task whose VM has ended (Succeeded: handed off; Failed). A running task's
- * Plans are cached (`preferCache`); an ended task's are read live, no longer cached (retention.ts). Returns
- * when to look again, undefined when nothing waits.
+ * Plans are cached (`preferCache`); an ended task's are read live, no longer cached (retention.ts). The
+ * writes go a few at once, and none starts once `mayStart` says no (a pass's budget): those Plans wait
+ * for the next pass, at once. Returns when to look again, undefined when nothing waits.
  */
-export async function retireEndedPlans(ctx: ReconcileContext, task: VMImportTask, o: { preferCache?: boolean } = {}): Promise<number | undefined> {
+export async function retireEndedPlans(ctx: ReconcileContext, task: VMImportTask, o: { preferCache?: boolean; mayStart?: () => boolean } = {}): Promise<number | undefined> {
   if (!ctx.installed(GVRs.Plan)) return undefined;
   const ns = task.metadata.namespace ?? '';
   const ended = new Map<string, VMOutcome>();
@@ -33,10 +38,9 @@ export async function retireEndedPlans(ctx: ReconcileContext, task: VMImportTask
   }
   if (!ended.size) return undefined;
   let again: number | undefined;
-  for (const p of await listOptional(ctx, GVRs.Plan, ns, { [LABEL_TASK_UID]: task.metadata.uid ?? '' }, { preferCache: o.preferCache, trustCacheAbsence: o.preferCache })) {
-    const outcome = ended.get(p.metadata?.labels?.[LABEL_VM_ID] ?? '');
-    if (!outcome) continue;
-    const step = planRetirement(p, outcome, ctx.now());
+  const plans = (await listOptional(ctx, GVRs.Plan, ns, { [LABEL_TASK_UID]: task.metadata.uid ?? '' }, { preferCache: o.preferCache, trustCacheAbsence: o.preferCache })).filter((p) => ended.has(p.metadata?.labels?.[LABEL_VM_ID] ?? ''));
+  const left = await boundedPool(plans, RETIRE_IN_FLIGHT, async (p) => {
+    const step = planRetirement(p, ended.get(p.metadata?.labels?.[LABEL_VM_ID] ?? '')!, ctx.now());
     const name = p.metadata?.name ?? '';
     try {
       if (step.type === 'archive') {
@@ -52,6 +56,7 @@ export async function retireEndedPlans(ctx: ReconcileContext, task: VMImportTask
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
-  }
+  }, o.mayStart);
+  if (left.length) again = 0;
   return again;
 }
