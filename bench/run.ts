@@ -35,7 +35,7 @@ const all: Bench[] = [
   { name: 'requests', file: 'bench/requests.ts', flags: [...common, ...pass('repeats', 'baseline')] },
   { name: 'latency', file: 'bench/latency.ts', flags: [...common, ...pass('repeats', 'poll-interval-ms', 'baseline')] },
   // One 200-VM task: how long after the world changes a VM's phase the task's status shows it.
-  { name: 'status-latency', file: 'bench/status-latency.ts', flags: [...(quick ? ['--quick'] : []), ...pass('vms', 'baseline', 'mb-per-second')] },
+  { name: 'status-latency', file: 'bench/status-latency.ts', flags: [...(quick ? ['--quick'] : []), ...pass('vms', 'baseline', 'mb-per-second', 'kube-api-qps')] },
   { name: 'scale', file: 'bench/scale.ts', flags: [...common, ...pass('sizes', 'namespaces', 'timeout-minutes')] },
   // Bounded memory: --tasks (default 5000) one-VM imports created and deleted in rounds of --wave (100).
   { name: 'soak', file: 'bench/soak.ts', flags: [...common, ...pass('tasks', 'wave')] },
