@@ -275,3 +275,27 @@ test('a denial re-reads only the cached facts it rests on: a missing class the c
   // Structural problems rest on no fact: the denial stands without a read.
   assert.deepEqual(on(task({ vms: [{ id: 'vm-1' }, { id: 'vm-1', name: 'b' }] }), facts()), []);
 });
+
+test('two NICs of one VM mapped to the same Multus attachment are refused at admission, naming the attachment and both networks', () => {
+  const f = facts();
+  const inv = (f.inventory as { value: { vms: Record<string, InventoryVM>; networks?: Array<{ id: string; name?: string }> } }).value;
+  inv.vms['vm-1'] = { ...vm('web', 1), nicNetworks: ['network-1', 'network-2', 'network-3'] };
+  inv.networks = [
+    { id: 'network-1', name: 'VM Network' },
+    { id: 'network-2', name: 'Backup' },
+    { id: 'network-3', name: 'Storage' },
+  ];
+  const nets = (second: string) => [
+    { source: 'VM Network', type: 'pod' },
+    { source: 'network-2', type: 'multus', name: 'vlan10' },
+    { source: 'Storage', type: 'multus', name: second },
+  ];
+  const v = validateTask('CREATE', task({ networks: nets('t/vlan10') }), undefined, f);
+  assert.deepEqual(v.problems, [
+    'spec.vms[0]: VM "web" (vm-1): VM has more than one NIC on one Multus attachment (t/vlan10: Backup (network-2), Storage (network-3)); Forklift refuses that (VMDuplicateNADMappings: OVN-Kubernetes keys a pod\'s networks by attachment). Give each NIC\'s network its own NetworkAttachmentDefinition in spec.networks',
+  ]);
+  assert.equal(validateTask('CREATE', task({ networks: nets('vlan20') }), undefined, f).allowed, true, 'one attachment per NIC');
+  // Without the inventory's networks (not read, or no Multus mapping) nothing is judged here: the preflight judges it.
+  delete inv.networks;
+  assert.equal(validateTask('CREATE', task({ networks: nets('vlan10') }), undefined, f).allowed, true);
+});
