@@ -8,6 +8,7 @@ import { type Ctx, sleep } from './context.ts';
 import type { Forklift } from './forklift.ts';
 import { type Obj, R } from './rest.ts';
 import { POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
+import { planMutation } from './plan-mutator.ts';
 
 /**
  * Forklift's inventory and webhook servers are Go net/http servers without an IdleTimeout: an idle
@@ -300,16 +301,18 @@ export class Webhook {
   async start(): Promise<void> {
     this.port = await listen(this.server);
     // Remove configurations left by sims of processes that died without stop(): their Fail policy would block creates.
-    for (const c of (await this.ctx.rest.list(R.ValidatingWebhookConfiguration)).items) {
-      const pid = Number(c.metadata.labels?.['sim.cozystack.io/pid']);
-      if (!pid || pid === process.pid) continue;
-      let alive = true;
-      try {
-        process.kill(pid, 0);
-      } catch {
-        alive = false;
+    for (const res of [R.ValidatingWebhookConfiguration, R.MutatingWebhookConfiguration]) {
+      for (const c of (await this.ctx.rest.list(res)).items) {
+        const pid = Number(c.metadata.labels?.['sim.cozystack.io/pid']);
+        if (!pid || pid === process.pid) continue;
+        let alive = true;
+        try {
+          process.kill(pid, 0);
+        } catch {
+          alive = false;
+        }
+        if (!alive) await this.ctx.rest.del(res, undefined, c.metadata.name);
       }
-      if (!alive) await this.ctx.rest.del(R.ValidatingWebhookConfiguration, undefined, c.metadata.name);
     }
     const clientConfig = (path: string) => ({ url: `https://127.0.0.1:${this.port}${path}`, caBundle: Buffer.from(this.ca.certPEM).toString('base64') });
     // 10 s: the API's default timeout, which the real webhooks keep.
@@ -341,9 +344,25 @@ export class Webhook {
         })),
       ],
     });
+    // Forklift's Plan mutator (test/sim/plan-mutator.ts), as its operator registers it
+    // (operator/roles/forkliftcontroller/templates/api/mutatingwebhookconfiguration-plans.yml.j2 at both tags).
+    await this.ctx.rest.create(R.MutatingWebhookConfiguration, {
+      metadata: { name: this.configName, labels: { 'sim.cozystack.io/webhook': 'true', 'sim.cozystack.io/pid': String(process.pid) } },
+      webhooks: [
+        {
+          name: 'plans.forklift.konveyor',
+          clientConfig: clientConfig('/plan-mutate'),
+          rules: [{ apiGroups: ['forklift.konveyor.io'], apiVersions: ['v1beta1'], operations: ['CREATE', 'UPDATE'], resources: ['plans'] }],
+          ...common,
+          timeoutSeconds: 30,
+          reinvocationPolicy: 'Never',
+        },
+      ],
+    });
   }
 
   async stop(): Promise<void> {
+    await this.ctx.rest.del(R.MutatingWebhookConfiguration, undefined, this.configName).catch(() => false);
     await this.ctx.rest.del(R.ValidatingWebhookConfiguration, undefined, this.configName).catch(() => false);
     await closeServer(this.server);
   }
@@ -436,6 +455,21 @@ export class Webhook {
       const why = route === '/providers' ? providerAdmission(rq.object as Obj) : route === '/plans' ? await this.planAdmission(rq.object as Obj, rq.userInfo ?? {}) : await this.migrationAdmission(rq.object as Obj, rq.userInfo ?? {});
       // util.ToAdmissionResponseError: every refusal of these admitters is a 400 with the error's text.
       if (why) deny = { code: 400, reason: 'BadRequest', message: why };
+    }
+    if (route === '/plan-mutate') {
+      // Forklift not installed yet: its webhook is not deployed either.
+      const m = this.forklift() ? await planMutation(this.ctx, rq.object as Obj) : {};
+      json(res, 200, {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        response: {
+          uid: rq.uid,
+          allowed: !m.error,
+          ...(m.error ? { status: { code: 400, reason: 'BadRequest', message: m.error } } : {}),
+          ...(m.patch ? { patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(m.patch)).toString('base64') } : {}),
+        },
+      });
+      return;
     }
     if (route === '/secrets') {
       const verdict = this.admitSecret(rq.namespace ?? '', rq.object as SecretLike);
