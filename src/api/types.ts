@@ -259,6 +259,12 @@ export interface VMImportTaskSpec {
    * Immutable.
    */
   guestConversion?: boolean;
+  /**
+   * With guestConversion: keep the guests' vSphere static IPs (Forklift's Plan preserveStaticIPs). Absent:
+   * only when every network maps to Multus (src/forklift/plan.ts preserveStaticIPsFor); true with a NIC on
+   * the pod network is admitted with a warning. No effect without guestConversion. Immutable.
+   */
+  preserveStaticIPs?: boolean;
 }
 
 export const TASK_PHASES = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;

@@ -97,3 +97,14 @@ test('static IPs are kept only with guest conversion and every network on Multus
   assert.equal(preserveStaticIPsFor(true, undefined), false);
   assert.equal(preserveStaticIPsFor(true, nm()), false);
 });
+
+test("the task's spec.preserveStaticIPs decides the Plan's when it converts; absent, the Multus rule does; a raw copy never keeps them", () => {
+  const args = { vmId: 'vm-1', providers: { source: p('src'), destination: p('dst') }, networkMap: p('nm'), storageMap: p('sm') };
+  const kept = (spec: Partial<VMImportTask['spec']>, rule: boolean) => (renderPlan({ ...args, task: { ...task, spec: { ...task.spec, ...spec } }, staticIPs: rule }).spec as Record<string, unknown>).preserveStaticIPs;
+  assert.equal(kept({ guestConversion: true }, true), true, 'every NIC on Multus');
+  assert.equal(kept({ guestConversion: true }, false), false, 'a NIC on the pod network');
+  assert.equal(kept({ guestConversion: true, preserveStaticIPs: true }, false), true, 'the task keeps them on the pod network too');
+  assert.equal(kept({ guestConversion: true, preserveStaticIPs: false }, true), false, 'the task lets the guests take new addresses on Multus too');
+  assert.equal(kept({ guestConversion: false, preserveStaticIPs: true }, true), false);
+  assert.equal(kept({ preserveStaticIPs: true }, true), false);
+});

@@ -30,6 +30,15 @@ export function preserveStaticIPsFor(convert: boolean, networkMap: KubeObject | 
   return convert && entries.length > 0 && entries.every((e) => e.destination?.type === 'multus');
 }
 
+/**
+ * The Plan's preserveStaticIPs: the task's spec.preserveStaticIPs when it converts and says, else `rule`
+ * (preserveStaticIPsFor, from its NetworkMap). Without conversion always false: nothing reads it. Pure.
+ */
+export function staticIPsOf(task: VMImportTask, rule: boolean | undefined): boolean {
+  if (task.spec.guestConversion !== true) return false;
+  return typeof task.spec.preserveStaticIPs === 'boolean' ? task.spec.preserveStaticIPs : rule === true;
+}
+
 export function renderPlan(input: PlanInput): KubeObject {
   const { task, vmId } = input;
   const ns = task.metadata.namespace ?? '';
@@ -73,8 +82,8 @@ export function renderPlan(input: PlanInput): KubeObject {
       // and only for guests whose VMware Tools report their IPs (the inventory's guest networks): others
       // get Forklift's VMMissingGuestIPs warning (kubev2v/forklift@v2.11.5:
       // pkg/controller/plan/adapter/vsphere/builder.go PodEnvironment, validator.go StaticIPs). Set only when
-      // every NIC maps to Multus (preserveStaticIPsFor).
-      preserveStaticIPs: input.staticIPs === true,
+      // every NIC maps to Multus (preserveStaticIPsFor), unless the task chooses (spec.preserveStaticIPs).
+      preserveStaticIPs: staticIPsOf(task, input.staticIPs),
       migrateSharedDisks: true,
       // Unconverted guests have no virtio drivers: SATA disks / e1000e NICs. A converted guest has them,
       // and Forklift ignores this field then (virtio always; plan.go UseCompatibilityMode): false says so.

@@ -461,17 +461,18 @@ export class KubeClient {
     return { items, metadata: { resourceVersion: rv } };
   }
 
-  async create<T extends KubeObject = KubeObject>(gvr: GVR, obj: KubeObject, o: { dryRun?: boolean } = {}): Promise<T> {
+  /** `timeoutMs`: this write's own deadline instead of the client's (a write an admission webhook may hold long). */
+  async create<T extends KubeObject = KubeObject>(gvr: GVR, obj: KubeObject, o: { dryRun?: boolean; timeoutMs?: number } = {}): Promise<T> {
     const ns = obj.metadata?.namespace;
     const q = new URLSearchParams({ fieldManager: this.opts.fieldManager! });
     if (o.dryRun) q.set('dryRun', 'All');
-    return await this.request<T>('POST', `${resourcePath(gvr, ns)}?${q}`, { ...obj, apiVersion: obj.apiVersion ?? gvrApiVersion(gvr), kind: obj.kind ?? gvr.kind }, undefined, gvr);
+    return await this.request<T>('POST', `${resourcePath(gvr, ns)}?${q}`, { ...obj, apiVersion: obj.apiVersion ?? gvrApiVersion(gvr), kind: obj.kind ?? gvr.kind }, undefined, gvr, o.timeoutMs);
   }
 
-  /** Full update with optimistic concurrency (metadata.resourceVersion). */
-  async replace<T extends KubeObject = KubeObject>(gvr: GVR, obj: KubeObject, subresource?: string): Promise<T> {
+  /** Full update with optimistic concurrency (metadata.resourceVersion); `timeoutMs` as for create. */
+  async replace<T extends KubeObject = KubeObject>(gvr: GVR, obj: KubeObject, subresource?: string, o: { timeoutMs?: number } = {}): Promise<T> {
     const q = new URLSearchParams({ fieldManager: this.opts.fieldManager! });
-    return await this.request<T>('PUT', `${resourcePath(gvr, obj.metadata?.namespace, obj.metadata?.name, subresource)}?${q}`, obj, undefined, gvr);
+    return await this.request<T>('PUT', `${resourcePath(gvr, obj.metadata?.namespace, obj.metadata?.name, subresource)}?${q}`, obj, undefined, gvr, o.timeoutMs);
   }
 
   async patch<T extends KubeObject>(
@@ -480,11 +481,11 @@ export class KubeClient {
     name: string,
     patch: unknown,
     type: PatchType = 'merge',
-    o: { subresource?: 'status'; force?: boolean; fieldManager?: string } = {},
+    o: { subresource?: 'status'; force?: boolean; fieldManager?: string; timeoutMs?: number } = {},
   ): Promise<T> {
     const q = new URLSearchParams({ fieldManager: o.fieldManager ?? this.opts.fieldManager! });
     if (type === 'apply' && o.force) q.set('force', 'true');
-    return await this.request<T>('PATCH', `${resourcePath(gvr, namespace, name, o.subresource)}?${q}`, patch, PATCH_CONTENT_TYPE[type], gvr);
+    return await this.request<T>('PATCH', `${resourcePath(gvr, namespace, name, o.subresource)}?${q}`, patch, PATCH_CONTENT_TYPE[type], gvr, o.timeoutMs);
   }
 
   /** Deletes; resolves false when the object was already gone. */

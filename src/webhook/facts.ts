@@ -13,7 +13,8 @@ import type { VMImportTask } from '../api/types.ts';
 import { tasksHoldingSource } from '../controllers/source/inuse.ts';
 import { vmConcerns } from '../forklift/assess.ts';
 import type { EgressPolicy } from '../preflight/egress.ts';
-import type { CachedFact, InventoryHost, InventoryReader, InventoryVM, QuotaLike, TaskFacts } from './validate-task.ts';
+import { mapsToMultus, type CachedFact, type InventoryHost, type InventoryReader, type InventoryVM, type QuotaLike, type TaskFacts } from './validate-task.ts';
+import type { InventoryNetworkLike } from '../forklift/maps.ts';
 
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -137,7 +138,19 @@ export function normaliseVM(x: unknown): InventoryVM | null {
     ...(snap ? { snapshot: { kind: asString(snap.kind), id: asString(snap.id) } } : {}),
     // The readiness assessment (src/forklift/assess.ts): Forklift's concerns and ours, Critical first.
     assessed: vmConcerns(o),
+    // Each NIC's network, as src/forklift/maps.ts nicNetworkIds reads them: the NICs, else the VM's networks.
+    ...(asArray(o.nics) || asArray(o.networks) ? { nicNetworks: nicNetworksOf(o) } : {}),
   };
+}
+
+function nicNetworksOf(o: JsonObject): string[] {
+  const nics = asArray(o.nics) ?? [];
+  const ids = nics.length ? nics.map((n) => asString(asObject(asObject(n)?.network)?.id)) : (asArray(o.networks) ?? []).map((n) => asString(asObject(n)?.id));
+  return ids.filter((x): x is string => !!x);
+}
+
+export function normaliseNetworks(x: unknown): InventoryNetworkLike[] {
+  return (asArray(x) ?? []).map(asObject).flatMap((n) => (n && typeof n.id === 'string' ? [{ id: n.id, ...(typeof n.name === 'string' ? { name: n.name } : {}) }] : []));
 }
 
 export function normaliseHosts(x: unknown): InventoryHost[] {
@@ -280,14 +293,19 @@ export class FactsGatherer {
         );
         return [id, f];
       });
-      const [hosts, ...vms] = await Promise.all([hostsF, ...vmFs]);
+      // The source's networks, for the Multus mapping of the VMs' NICs (validate-task.ts multusDuplicateProblem).
+      const listNetworks = inv.listNetworks?.bind(inv);
+      const networksF: Promise<Fact<InventoryNetworkLike[] | undefined>> =
+        listNetworks && mapsToMultus(spec) ? this.fact(`networks/${providerUID}`, invTtl, 'listing inventory networks', async () => normaliseNetworks(await listNetworks(providerUID)), invFresh, flags, undefined, 'inventory') : Promise.resolve({ value: undefined });
+      const [hosts, networks, ...vms] = await Promise.all([hostsF, networksF, ...vmFs]);
       if ('error' in hosts) return { error: hosts.error };
+      if ('error' in networks) return { error: networks.error };
       const out: Record<string, InventoryVM | null> = {};
       for (const [id, f] of vms) {
         if ('error' in f) return { error: f.error };
         out[id] = f.value;
       }
-      return { value: { vms: out, hosts: normaliseHosts(hosts.value) } };
+      return { value: { vms: out, hosts: normaliseHosts(hosts.value), ...(networks.value ? { networks: networks.value } : {}) } };
     });
     const [source, storageClasses, quotas, serviceCIDRs, inventory] = await Promise.all([sourceP, classesP, quotasP, cidrP, inventoryP]);
     return { facts: { source, storageClasses, quotas, serviceCIDRs, inventory }, usedCache: flags.cached, cachedFacts: flags.facts };

@@ -275,3 +275,58 @@ test('a denial re-reads only the cached facts it rests on: a missing class the c
   // Structural problems rest on no fact: the denial stands without a read.
   assert.deepEqual(on(task({ vms: [{ id: 'vm-1' }, { id: 'vm-1', name: 'b' }] }), facts()), []);
 });
+
+test('two NICs of one VM mapped to the same Multus attachment are refused at admission, naming the attachment and both networks', () => {
+  const f = facts();
+  const inv = (f.inventory as { value: { vms: Record<string, InventoryVM>; networks?: Array<{ id: string; name?: string }> } }).value;
+  inv.vms['vm-1'] = { ...vm('web', 1), nicNetworks: ['network-1', 'network-2', 'network-3'] };
+  inv.networks = [
+    { id: 'network-1', name: 'VM Network' },
+    { id: 'network-2', name: 'Backup' },
+    { id: 'network-3', name: 'Storage' },
+  ];
+  const nets = (second: string) => [
+    { source: 'VM Network', type: 'pod' },
+    { source: 'network-2', type: 'multus', name: 'vlan10' },
+    { source: 'Storage', type: 'multus', name: second },
+  ];
+  const v = validateTask('CREATE', task({ networks: nets('t/vlan10') }), undefined, f);
+  assert.deepEqual(v.problems, [
+    'spec.vms[0]: VM "web" (vm-1): VM has more than one NIC on one Multus attachment (t/vlan10: Backup (network-2), Storage (network-3)); Forklift refuses that (VMDuplicateNADMappings: OVN-Kubernetes keys a pod\'s networks by attachment). Give each NIC\'s network its own NetworkAttachmentDefinition in spec.networks',
+  ]);
+  assert.equal(validateTask('CREATE', task({ networks: nets('vlan20') }), undefined, f).allowed, true, 'one attachment per NIC');
+  // Without the inventory's networks (not read, or no Multus mapping) nothing is judged here: the preflight judges it.
+  delete inv.networks;
+  assert.equal(validateTask('CREATE', task({ networks: nets('vlan10') }), undefined, f).allowed, true);
+});
+
+test('spec.preserveStaticIPs: true with NICs on the pod network is admitted with a warning naming the consequence; on Multus only, or false, silently', () => {
+  const on = { guestConversion: true };
+  const warned = (spec: Record<string, unknown>, f = facts()) => {
+    const v = validateTask('CREATE', task(spec), undefined, f, on);
+    assert.equal(v.allowed, true, v.problems.join('; '));
+    return v.warnings.filter((w) => /preserveStaticIPs|static IPs/.test(w));
+  };
+  // Nothing mapped to Multus: every NIC is on the pod network.
+  const [w] = warned({ guestConversion: true, preserveStaticIPs: true });
+  assert.match(w!, /^spec\.preserveStaticIPs: true with NICs on the pod network: virt-v2v writes each guest's vSphere static IPs into the converted guest, but the pod network assigns its own addresses, so such a guest cannot reach it/);
+  assert.match(w!, /NetMapPreservingIPsOnPodNetwork/);
+  // The inventory tells which VM keeps a NIC on the pod network.
+  const f = facts();
+  const inv = (f.inventory as { value: { vms: Record<string, InventoryVM>; networks?: Array<{ id: string; name?: string }> } }).value;
+  inv.vms['vm-1'] = { ...vm('web', 1), nicNetworks: ['network-1', 'network-2'] };
+  inv.networks = [{ id: 'network-1', name: 'VM Network' }, { id: 'network-2', name: 'Backup' }];
+  const one = [{ source: 'Backup', type: 'multus', name: 'vlan10' }];
+  assert.match(warned({ guestConversion: true, preserveStaticIPs: true, networks: one }, f)[0]!, /pod network \(VMs "web" \(vm-1\)\)/);
+  const both = [...one, { source: 'network-1', type: 'multus', name: 'vlan20' }];
+  assert.deepEqual(warned({ guestConversion: true, preserveStaticIPs: true, networks: both }, f), []);
+  assert.deepEqual(warned({ guestConversion: true, preserveStaticIPs: false }), [], 'the tenant chose new addresses');
+  // Absent: the default rule and its own note (static IPs not kept on the pod network).
+  assert.match(warned({ guestConversion: true })[0]!, /static IPs are not kept/);
+  // Without conversion it does nothing, and says so; it is a boolean, and immutable.
+  assert.deepEqual(validateTask('CREATE', task({ preserveStaticIPs: true }), undefined, facts()).warnings, ['spec.preserveStaticIPs has no effect without spec.guestConversion: a raw copy leaves the guest as it was, its network configuration included']);
+  assert.deepEqual(validateTask('CREATE', task({ guestConversion: true, preserveStaticIPs: 'yes' }), undefined, facts(), on).problems, ['spec.preserveStaticIPs must be true or false']);
+  assert.deepEqual(validateTask('UPDATE', task({ guestConversion: true, preserveStaticIPs: true }), task({ guestConversion: true }), undefined, on).problems, [
+    'spec.preserveStaticIPs is immutable once the task is accepted; delete this task and create a new one to import differently',
+  ]);
+});

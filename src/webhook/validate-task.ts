@@ -14,6 +14,8 @@ import { TASK_MODES, type VMConcern, type VMImportTaskStatus } from '../api/type
 import { CUTOVER_STARTED_PHASES, cutoverLock, parseRFC3339 } from '../api/warm.ts';
 import { concernSentence, concernsFor } from '../forklift/assess.ts';
 import { warmVerdict, type WarmDiskLike, type WarmVMLike } from '../preflight/warm.ts';
+import { destinationFor, multusDuplicateProblem, type InventoryNetworkLike } from '../forklift/maps.ts';
+import type { VMImportTask } from '../api/types.ts';
 
 /** What the webhook needs from the Forklift inventory (src/forklift/inventory.ts implements more). */
 export interface InventoryVM extends WarmVMLike {
@@ -26,6 +28,8 @@ export interface InventoryVM extends WarmVMLike {
    * facts and `concerns`); absent: not assessed.
    */
   assessed?: VMConcern[];
+  /** The network id of each NIC, in order (two NICs on one network count twice); absent: not served. */
+  nicNetworks?: string[];
 }
 export interface InventoryHost {
   id: string;
@@ -36,6 +40,8 @@ export interface InventoryReader {
   /** undefined (or a 404-like error) when the VM is not in the inventory. */
   getVM(providerUID: string, id: string): Promise<InventoryVM | undefined>;
   listHosts(providerUID: string): Promise<InventoryHost[]>;
+  /** The source's networks (id and name: spec.networks may name one either way). */
+  listNetworks?(providerUID: string): Promise<InventoryNetworkLike[]>;
 }
 
 export interface QuotaLike {
@@ -49,8 +55,11 @@ export interface TaskFacts {
   source: Fact<JsonObject | undefined>;
   storageClasses: Fact<StorageClassLike[]>;
   serviceCIDRs: Fact<string[] | undefined>;
-  /** VMs by id (null: not in the inventory) and the hosts, for the VMs the task names. */
-  inventory: Fact<{ vms: Record<string, InventoryVM | null>; hosts: InventoryHost[] }>;
+  /**
+   * VMs by id (null: not in the inventory) and the hosts, for the VMs the task names; the networks when the
+   * task maps one to Multus (undefined otherwise: nothing of the networks is judged then).
+   */
+  inventory: Fact<{ vms: Record<string, InventoryVM | null>; hosts: InventoryHost[]; networks?: InventoryNetworkLike[] }>;
   quotas: Fact<QuotaLike[]>;
 }
 
@@ -85,7 +94,7 @@ export function deniedOn(operation: Operation, object: unknown, oldObject: unkno
  */
 export const CONSERVATIVE_DISK_COUNT = 100;
 
-const IMMUTABLE = ['sourceRef', 'vms', 'storageClass', 'networks', 'mode', 'guestConversion'] as const;
+const IMMUTABLE = ['sourceRef', 'vms', 'storageClass', 'networks', 'mode', 'guestConversion', 'preserveStaticIPs'] as const;
 
 /** An example RFC 3339 time for messages. */
 const CUTOVER_EXAMPLE = '2026-12-01T02:00:00Z';
@@ -164,6 +173,27 @@ function isReady(source: JsonObject): { ready: boolean; reason?: string; message
 }
 
 /**
+ * The task's network mapping as the Plan's NetworkMap will read it (src/forklift/maps.ts destinationFor),
+ * when it maps at least one network to Multus and every entry is well formed; undefined otherwise (nothing
+ * can land twice on one attachment, or the entries are refused on their own below).
+ */
+function multusMapping(spec: JsonObject, namespace: string): VMImportTask | undefined {
+  const nets = asArray(spec.networks);
+  if (!nets) return undefined;
+  const entries = nets.map(asObject);
+  if (entries.some((n) => !n || !nonEmpty(n.source) || (n.type !== 'pod' && n.type !== 'multus'))) return undefined;
+  if (!entries.some((n) => n?.type === 'multus' && nonEmpty(n.name))) return undefined;
+  const networks = entries.map((n) => ({ source: asString(n!.source)!, type: n!.type as 'pod' | 'multus', ...(nonEmpty(n!.name) ? { name: n!.name } : {}) }));
+  // Only metadata.namespace and spec.networks are read (maps.ts destinationFor).
+  return { metadata: { namespace }, spec: { networks } } as unknown as VMImportTask;
+}
+
+/** True when the task maps some network to a Multus attachment (the only case the inventory's networks are read for). */
+export function mapsToMultus(spec: JsonObject): boolean {
+  return (asArray(spec.networks) ?? []).some((n) => asObject(n)?.type === 'multus');
+}
+
+/**
  * `facts` undefined: judge only what the object itself shows (the early pass that runs before the CRD
  * schema, and updates). Cluster-dependent rules are skipped, never guessed.
  */
@@ -217,10 +247,16 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
   else if (spec.guestConversion === true && spec.mode === 'warm') {
     problems.push('spec.guestConversion is not supported together with spec.mode: warm yet; import warm as a raw copy (leave guestConversion out), or convert with a cold import');
   }
-  // Static IPs are kept only when every network maps to Multus (src/forklift/plan.ts preserveStaticIPsFor):
+  // Unless the task chooses (spec.preserveStaticIPs, below), static IPs are kept only when every network
+  // maps to Multus (src/forklift/plan.ts preserveStaticIPsFor, staticIPsOf):
   // a NIC on the pod network would keep a vSphere address it cannot use there. Networks not listed go to pod.
-  else if (spec.guestConversion === true && !(asArray(spec.networks) ?? []).some((n) => asObject(n)?.type === 'multus')) {
+  else if (spec.guestConversion === true && spec.preserveStaticIPs === undefined && !(asArray(spec.networks) ?? []).some((n) => asObject(n)?.type === 'multus')) {
     warnings.push('spec.guestConversion with NICs on the pod network: the guests\' static IPs are not kept (an address from vSphere is unusable on the pod network; the guest must take one by DHCP). Map every network to a Multus attachment in spec.networks to keep them');
+  }
+
+  if (spec.preserveStaticIPs !== undefined && typeof spec.preserveStaticIPs !== 'boolean') problems.push('spec.preserveStaticIPs must be true or false');
+  else if (spec.preserveStaticIPs !== undefined && spec.guestConversion !== true) {
+    warnings.push('spec.preserveStaticIPs has no effect without spec.guestConversion: a raw copy leaves the guest as it was, its network configuration included');
   }
 
   // sourceRef
@@ -252,6 +288,9 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
   const overridden = (asArray(asObject(source?.spec)?.hosts) ?? []).map((h) => asString(asObject(h)?.id)).filter((x): x is string => !!x);
   const cidrs = facts ? factValue(facts.serviceCIDRs) : undefined;
   let cidrWarned = false;
+  const multusNetworks = multusMapping(spec, namespace);
+  const keepIPs = spec.guestConversion === true && spec.preserveStaticIPs === true;
+  const podVMs: string[] = [];
   (vms ?? []).forEach((v, i) => {
     const f = `spec.vms[${i}]`;
     const vm = asObject(v);
@@ -279,6 +318,20 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
       const who = `VM ${show(found.name)} (${id})`;
       for (const c of relevant.filter((x) => x.category === 'Critical')) problems.push(`${f}: ${who} is Blocked: ${concernSentence(c)}`);
       for (const c of relevant.filter((x) => x.category === 'Warning')) warnings.push(`${f}: ${who}: ${concernSentence(c)}`);
+    }
+    // Two NICs on one Multus attachment: Forklift's Plan would carry a Critical VMDuplicateNADMappings
+    // (the preflight refuses it too, maps.ts multusDuplicateProblem). Judged only where the task maps a
+    // network to Multus and the inventory told the VM's NICs and the source's networks.
+    if (found?.nicNetworks && inv?.networks && multusNetworks) {
+      const dup = multusDuplicateProblem(multusNetworks, { id, nics: found.nicNetworks.map((n) => ({ network: { id: n } })) }, inv.networks);
+      if (dup) problems.push(`${f}: VM ${show(found.name)} (${id}): ${dup}`);
+    }
+    // Static IPs kept by the task's choice: which VMs have a NIC the mapping leaves on the pod network.
+    if (keepIPs && found?.nicNetworks?.length) {
+      const mapping = multusNetworks;
+      const nets = inv?.networks;
+      const onPod = !mapping ? true : nets ? found.nicNetworks.some((n) => destinationFor(mapping, nets.find((x) => x.id === n) ?? { id: n }).type === 'pod') : false;
+      if (onPod) podVMs.push(`${show(found.name)} (${id})`);
     }
     // Warm: what makes Forklift refuse a warm Plan for this VM, refused here with the fix.
     if (found && spec.mode === 'warm') {
@@ -330,6 +383,15 @@ export function validateTask(operation: Operation, object: unknown, oldObject: u
     );
   } else if (conservativeUsed) {
     warnings.push(`some VMs are not in the inventory; their names were checked assuming up to ${CONSERVATIVE_DISK_COUNT} disks`);
+  }
+
+  // spec.preserveStaticIPs: true with a NIC on the pod network is the tenant's call, told its consequence.
+  // Known from the mapping alone when nothing maps to Multus or an entry maps to pod; else from the inventory.
+  const podEntry = (asArray(spec.networks) ?? []).some((n) => asObject(n)?.type === 'pod');
+  if (keepIPs && (podVMs.length || podEntry || !mapsToMultus(spec))) {
+    warnings.push(
+      `spec.preserveStaticIPs: true with NICs on the pod network${podVMs.length ? ` (VMs ${podVMs.join(', ')})` : ''}: virt-v2v writes each guest's vSphere static IPs into the converted guest, but the pod network assigns its own addresses, so such a guest cannot reach it (nor be reached) until it takes one by DHCP; Forklift only warns about this (NetMapPreservingIPsOnPodNetwork). Map those networks to Multus attachments in spec.networks to keep their addresses usable, or leave spec.preserveStaticIPs out`,
+    );
   }
 
   // storage class

@@ -24,7 +24,9 @@ const world = vcenter({
     { id: 'vm-1', name: 'web01', host: 'host-1', disks: [{ capacityGiB: 4 }] },
     { id: 'vm-2', name: 'legacy-erp', host: 'host-2', disks: [{ capacityGiB: 4 }] },
     { id: 'vm-3', name: 'fileserver', host: 'host-1', disks: Array.from({ length: 12 }, () => ({ capacityGiB: 1 })) },
+    { id: 'vm-4', name: 'router', host: 'host-1', disks: [{ capacityGiB: 4 }], nics: [{ network: 'VM Network' }, { network: 'Backup' }, { network: 'Storage' }] },
   ],
+  networks: ['VM Network', 'Backup', 'Storage'],
 });
 
 let sim: Sim;
@@ -90,4 +92,15 @@ test('a VM on a reachable host with a default name is admitted without warnings'
   const r = await applyAsTenant(task('web', [{ id: 'vm-1' }]));
   assert.equal(r.code, 0, r.stderr);
   assert.doesNotMatch(r.stderr, /Warning/);
+});
+
+test('two NICs of one VM mapped to the same Multus attachment are refused at apply, naming the attachment and both networks; one attachment each passes', async () => {
+  const spec = (second: string) => ({
+    ...task('router', [{ id: 'vm-4' }]),
+    spec: { ...task('router', []).spec, vms: [{ id: 'vm-4' }], networks: [{ source: 'Backup', type: 'multus', name: 'vlan10' }, { source: 'Storage', type: 'multus', name: second }] },
+  });
+  const bad = await applyAsTenant(spec('vlan10'));
+  assert.match(denial(bad.stderr), /spec\.vms\[0\]: VM "router" \(vm-4\): VM has more than one NIC on one Multus attachment \(\S+\/vlan10: Backup \(network-\d+\), Storage \(network-\d+\)\); Forklift refuses that \(VMDuplicateNADMappings/);
+  const good = await applyAsTenant(spec('vlan20'));
+  assert.equal(good.code, 0, good.stderr);
 });

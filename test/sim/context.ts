@@ -32,6 +32,13 @@ export interface SimTimings {
    * pkg/controller/plan/controller.go failExecutingMigrationOnBlocker), fast-forwarded.
    */
   blockerGraceMs: number;
+  /**
+   * Forklift's Secret webhook's timeoutSeconds (30 at both tags: operator/roles/forkliftcontroller/templates/api/
+   * validatingwebhookconfiguration-secrets.yml.j2), as the sim registers it: how long the API server waits for
+   * a provider Secret's login to a vCenter whose packets are dropped before failing the write. Whole seconds
+   * (the API server's unit); a test that only needs the stall shortens it.
+   */
+  secretWebhookTimeoutSeconds: number;
 }
 
 export const DEFAULT_TIMINGS: SimTimings = {
@@ -44,6 +51,7 @@ export const DEFAULT_TIMINGS: SimTimings = {
   maxVmInflight: 20,
   precopyIntervalMs: 1000,
   blockerGraceMs: 3000,
+  secretWebhookTimeoutSeconds: 30,
 };
 
 export interface Informers {

@@ -344,10 +344,12 @@ export class Forklift {
       phase = 'ValidationFailed';
     }
     if (blocking(conds)) return done();
-    if (world!.connectionDown) {
+    if (world!.connectionDown || world!.packetsDropped) {
       // Forklift re-tests the connection on every Provider reconcile; a refused dial is ConnectionTestFailed
-      // (kubev2v/forklift@v2.11.5:pkg/controller/provider/validation.go, GetTlsCertificate failing).
-      conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Could not connect to the ESXi/vCenter server: dial tcp ${new URL(url).hostname}:443: connect: connection refused`));
+      // (kubev2v/forklift@v2.11.5:pkg/controller/provider/validation.go, GetTlsCertificate failing); a dial
+      // whose packets are dropped fails the same way once it times out.
+      const why = world!.packetsDropped ? 'i/o timeout' : 'connect: connection refused';
+      conds.push(cond('ConnectionTestFailed', 'Critical', 'Tested', `Could not connect to the ESXi/vCenter server: dial tcp ${new URL(url).hostname}:443: ${why}`));
       phase = 'ConnectionFailed';
       return done();
     }

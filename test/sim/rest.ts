@@ -59,6 +59,8 @@ export const R = {
   TokenReview: r('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
   SubjectAccessReview: r('authorization.k8s.io', 'v1', 'subjectaccessreviews', 'SubjectAccessReview', false),
   ValidatingWebhookConfiguration: r('admissionregistration.k8s.io', 'v1', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', false),
+  MutatingWebhookConfiguration: r('admissionregistration.k8s.io', 'v1', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', false),
+  NetworkAttachmentDefinition: r('k8s.cni.cncf.io', 'v1', 'network-attachment-definitions', 'NetworkAttachmentDefinition'),
   Provider: r('forklift.konveyor.io', 'v1beta1', 'providers', 'Provider'),
   Host: r('forklift.konveyor.io', 'v1beta1', 'hosts', 'Host'),
   NetworkMap: r('forklift.konveyor.io', 'v1beta1', 'networkmaps', 'NetworkMap'),

@@ -4,10 +4,11 @@ import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type CA, bundleVerifies, makeCA, makeServingCert } from './certs.ts';
-import type { Ctx } from './context.ts';
+import { type Ctx, sleep } from './context.ts';
 import type { Forklift } from './forklift.ts';
 import { type Obj, R } from './rest.ts';
 import { POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
+import { planMutation } from './plan-mutator.ts';
 
 /**
  * Forklift's inventory and webhook servers are Go net/http servers without an IdleTimeout: an idle
@@ -271,6 +272,8 @@ export function providerAdmission(p: Obj): string | undefined {
 
 type SecretLike = { metadata?: { labels?: Record<string, string> }; data?: Record<string, string>; stringData?: Record<string, string> };
 type Deny = { code: number; reason: string; message: string };
+/** The Secret webhook's login hangs (see World.packetsDropped): no answer before the API server gives up. */
+const STALL = Symbol('stall');
 /** Forklift's webhookutils.ToAdmissionResponseError: 400 with the error's text. */
 const bad = (message: string): Deny => ({ code: 400, reason: 'BadRequest', message });
 
@@ -298,16 +301,18 @@ export class Webhook {
   async start(): Promise<void> {
     this.port = await listen(this.server);
     // Remove configurations left by sims of processes that died without stop(): their Fail policy would block creates.
-    for (const c of (await this.ctx.rest.list(R.ValidatingWebhookConfiguration)).items) {
-      const pid = Number(c.metadata.labels?.['sim.cozystack.io/pid']);
-      if (!pid || pid === process.pid) continue;
-      let alive = true;
-      try {
-        process.kill(pid, 0);
-      } catch {
-        alive = false;
+    for (const res of [R.ValidatingWebhookConfiguration, R.MutatingWebhookConfiguration]) {
+      for (const c of (await this.ctx.rest.list(res)).items) {
+        const pid = Number(c.metadata.labels?.['sim.cozystack.io/pid']);
+        if (!pid || pid === process.pid) continue;
+        let alive = true;
+        try {
+          process.kill(pid, 0);
+        } catch {
+          alive = false;
+        }
+        if (!alive) await this.ctx.rest.del(res, undefined, c.metadata.name);
       }
-      if (!alive) await this.ctx.rest.del(R.ValidatingWebhookConfiguration, undefined, c.metadata.name);
     }
     const clientConfig = (path: string) => ({ url: `https://127.0.0.1:${this.port}${path}`, caBundle: Buffer.from(this.ca.certPEM).toString('base64') });
     // 10 s: the API's default timeout, which the real webhooks keep.
@@ -324,6 +329,7 @@ export class Webhook {
           rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['secrets'] }],
           objectSelector: { matchExpressions: [{ key: 'createdForResourceType', operator: 'Exists' }] },
           ...common,
+          timeoutSeconds: this.ctx.timings.secretWebhookTimeoutSeconds,
         },
         { name: 'datavolume-validate.cdi.kubevirt.io', clientConfig: clientConfig('/datavolumes'), rules: [{ apiGroups: ['cdi.kubevirt.io'], apiVersions: ['*'], operations: ['CREATE'], resources: ['datavolumes'] }], ...common },
         // Forklift's validating webhooks for its own kinds, as its operator registers them
@@ -338,9 +344,25 @@ export class Webhook {
         })),
       ],
     });
+    // Forklift's Plan mutator (test/sim/plan-mutator.ts), as its operator registers it
+    // (operator/roles/forkliftcontroller/templates/api/mutatingwebhookconfiguration-plans.yml.j2 at both tags).
+    await this.ctx.rest.create(R.MutatingWebhookConfiguration, {
+      metadata: { name: this.configName, labels: { 'sim.cozystack.io/webhook': 'true', 'sim.cozystack.io/pid': String(process.pid) } },
+      webhooks: [
+        {
+          name: 'plans.forklift.konveyor',
+          clientConfig: clientConfig('/plan-mutate'),
+          rules: [{ apiGroups: ['forklift.konveyor.io'], apiVersions: ['v1beta1'], operations: ['CREATE', 'UPDATE'], resources: ['plans'] }],
+          ...common,
+          timeoutSeconds: 30,
+          reinvocationPolicy: 'Never',
+        },
+      ],
+    });
   }
 
   async stop(): Promise<void> {
+    await this.ctx.rest.del(R.MutatingWebhookConfiguration, undefined, this.configName).catch(() => false);
     await this.ctx.rest.del(R.ValidatingWebhookConfiguration, undefined, this.configName).catch(() => false);
     await closeServer(this.server);
   }
@@ -401,6 +423,18 @@ export class Webhook {
     return undefined;
   }
 
+  /**
+   * Holds the review unanswered until the API server hangs up (its timeoutSeconds ran out: it fails the write
+   * "failed calling webhook … context deadline exceeded", failurePolicy Fail), then lets Forklift's login give
+   * up a moment later, "Connection test failed, yet passing", an answer nobody reads any more.
+   */
+  private async stall(res: ServerResponse, uid: string): Promise<void> {
+    const hungUp = new AbortController();
+    res.once('close', () => hungUp.abort());
+    await sleep(this.ctx, this.ctx.timings.secretWebhookTimeoutSeconds * 1000 + 1000, hungUp.signal).catch(() => undefined);
+    if (!res.writableEnded && !res.destroyed) json(res, 200, { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed: true } });
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const review = JSON.parse(await readBody(req)) as { request: { uid: string; kind: { kind: string }; namespace?: string; object: { metadata?: { name?: string; annotations?: Record<string, string> } }; dryRun?: boolean; userInfo?: UserInfo } };
     const rq = review.request;
@@ -422,7 +456,29 @@ export class Webhook {
       // util.ToAdmissionResponseError: every refusal of these admitters is a 400 with the error's text.
       if (why) deny = { code: 400, reason: 'BadRequest', message: why };
     }
-    if (route === '/secrets') deny = this.admitSecret(rq.namespace ?? '', rq.object as SecretLike);
+    if (route === '/plan-mutate') {
+      // Forklift not installed yet: its webhook is not deployed either.
+      const m = this.forklift() ? await planMutation(this.ctx, rq.object as Obj) : {};
+      json(res, 200, {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        response: {
+          uid: rq.uid,
+          allowed: !m.error,
+          ...(m.error ? { status: { code: 400, reason: 'BadRequest', message: m.error } } : {}),
+          ...(m.patch ? { patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(m.patch)).toString('base64') } : {}),
+        },
+      });
+      return;
+    }
+    if (route === '/secrets') {
+      const verdict = this.admitSecret(rq.namespace ?? '', rq.object as SecretLike);
+      if (verdict === STALL) {
+        await this.stall(res, rq.uid);
+        return;
+      }
+      deny = verdict;
+    }
     json(res, 200, {
       apiVersion: 'admission.k8s.io/v1',
       kind: 'AdmissionReview',
@@ -443,7 +499,7 @@ export class Webhook {
    *   error refuses the Secret with 403 and the error's text.
    * - anything else: admitted.
    */
-  private admitSecret(ns: string, obj: SecretLike): Deny | undefined {
+  private admitSecret(ns: string, obj: SecretLike): Deny | typeof STALL | undefined {
     // Forklift not installed yet: its webhook is not deployed either.
     if (!this.forklift()) return undefined;
     const labels = obj.metadata?.labels ?? {};
@@ -457,6 +513,10 @@ export class Webhook {
       if (labels.createdForProviderType !== 'vsphere') return undefined;
       const world = data.url ? this.ctx.worlds.find((w) => sameUrl(w.url, data.url!)) : undefined;
       if (!world) return undefined; // dial error: "Connection test failed, yet passing"
+      world.secretWebhookLogins++;
+      // collector.Test under its 30 s ConnectionTimeout: a dial whose packets are dropped hangs, and the API
+      // server, which called the webhook first with the same 30 s, gives up before the login does.
+      if (world.packetsDropped) return STALL;
       const insecure = data.insecureSkipVerify === 'true';
       const ca = data['ca.crt'] ?? data.cacert;
       if (!insecure && (!ca || !bundleVerifies(ca, world.fixture.certPEM))) return undefined; // TLS error: passing

@@ -294,6 +294,15 @@ export class World {
    */
   connectionDown = false;
   /**
+   * Fault: packets to vCenter are dropped (a firewall that drops rather than refuses, a missing route): a
+   * connection hangs instead of failing. Forklift's Secret webhook then stalls on the login until the API
+   * server gives up on it (`timings.secretWebhookTimeoutSeconds`), and the Provider's connection test fails
+   * with an i/o timeout, until it is cleared.
+   */
+  packetsDropped = false;
+  /** Logins Forklift's Secret webhook attempted at this vCenter, one per create/update of a provider Secret. */
+  secretWebhookLogins = 0;
+  /**
    * Failed logins Forklift made with wrong credentials, keyed `vcenter` or by host id: a real vCenter or
    * ESXi host locks the account out after a few of them, so tests count them.
    */

@@ -12,22 +12,25 @@ import { OwnershipConflict, ensureOwned } from './ownership.ts';
 function store(initial?: KubeObject) {
   let obj = initial ? structuredClone(initial) : undefined;
   const writes: string[] = [];
+  const deadlines: Array<number | undefined> = [];
   const client = {
-    create: (_g: unknown, o: KubeObject) => {
+    create: (_g: unknown, o: KubeObject, opt?: { timeoutMs?: number }) => {
       if (obj) return Promise.reject(new ApiError(409, 'AlreadyExists', 'already exists'));
       writes.push('create');
+      deadlines.push(opt?.timeoutMs);
       obj = structuredClone(o);
       return Promise.resolve(obj);
     },
     get: () => Promise.resolve(obj ? structuredClone(obj) : undefined),
-    replace: (_g: unknown, o: KubeObject) => {
+    replace: (_g: unknown, o: KubeObject, _sub?: string, opt?: { timeoutMs?: number }) => {
       writes.push('replace');
+      deadlines.push(opt?.timeoutMs);
       obj = structuredClone(o);
       return Promise.resolve(obj);
     },
   };
   const ctx = { client, log: { info: () => undefined } } as unknown as Pick<ReconcileContext, 'client' | 'log'>;
-  return { ctx, writes, current: () => obj };
+  return { ctx, writes, deadlines, current: () => obj };
 }
 
 const secret = (uid: string, password: string): KubeObject & { data: Record<string, string> } => ({
@@ -61,4 +64,12 @@ test("the caller's own object is created when absent and brought in line when it
   await ensureOwned(s.ctx, GVRs.Secret, secret('uid-1', 'b'), s.current(), 'uid-1');
   assert.deepEqual(s.writes, ['create', 'replace']);
   assert.equal((s.current() as { data: Record<string, string> }).data.password, Buffer.from('b').toString('base64'));
+});
+
+test('a write given its own deadline (the credentials Secret, held by Forklift\'s webhook) goes out with it, create and update alike', async () => {
+  const s = store();
+  await ensureOwned(s.ctx, GVRs.Secret, secret('uid-1', 'a'), undefined, 'uid-1', { timeoutMs: 45_000 });
+  await ensureOwned(s.ctx, GVRs.Secret, secret('uid-1', 'b'), s.current(), 'uid-1', { timeoutMs: 45_000 });
+  await ensureOwned(s.ctx, GVRs.Secret, secret('uid-1', 'c'), s.current(), 'uid-1');
+  assert.deepEqual(s.deadlines, [45_000, 45_000, undefined]);
 });

@@ -33,12 +33,13 @@ export function conflictMessage(gvr: GVR, actual: KubeObject, sourceUID: string)
 /**
  * Creates `desired` or brings the existing object in line with it (only when it differs), provided the
  * existing object carries this source's owner label; otherwise throws OwnershipConflict and writes nothing.
+ * `timeoutMs`: the deadline of the create or update (the client's own when unset).
  */
-export async function ensureOwned(ctx: Pick<ReconcileContext, 'client' | 'log'>, gvr: GVR, desired: KubeObject, cached: KubeObject | undefined, sourceUID: string): Promise<KubeObject> {
+export async function ensureOwned(ctx: Pick<ReconcileContext, 'client' | 'log'>, gvr: GVR, desired: KubeObject, cached: KubeObject | undefined, sourceUID: string, o: { timeoutMs?: number } = {}): Promise<KubeObject> {
   let actual = cached;
   if (!actual) {
     try {
-      return await ctx.client.create(gvr, desired);
+      return await ctx.client.create(gvr, desired, { timeoutMs: o.timeoutMs });
     } catch (e) {
       if (!isAlreadyExists(e)) throw e;
       actual = await ctx.client.get(gvr, desired.metadata?.namespace, desired.metadata!.name!);
@@ -51,5 +52,5 @@ export async function ensureOwned(ctx: Pick<ReconcileContext, 'client' | 'log'>,
   ctx.log.info({ kind: gvr.kind, object: desired.metadata?.name }, 'updating to the desired state');
   // The resourceVersion the owner check was made on goes with the write: an object changed meanwhile
   // (another writer) fails with a conflict instead of being overwritten unchecked.
-  return await ctx.client.replace(gvr, mergeDesired(desired, actual));
+  return await ctx.client.replace(gvr, mergeDesired(desired, actual), undefined, { timeoutMs: o.timeoutMs });
 }

@@ -45,7 +45,7 @@ import { OwnershipConflict, ensureOwned, ownedBy } from './ownership.ts';
 import { holdMayEnd, tasksHoldingSource } from './inuse.ts';
 import { holdProviderSpec, specFieldsChanged } from './hold.ts';
 import { retestDue } from './retest.ts';
-import { WebhookTimeoutBackoff, isWebhookTimeout, webhookTimeoutMessage } from './webhook-timeout.ts';
+import { PROVIDER_SECRET_WRITE_DEADLINE_MS, WebhookTimeoutBackoff, isWebhookTimeout, webhookTimeoutMessage } from './webhook-timeout.ts';
 import { deriveSourceStatus, type SourceObservation } from './status.ts';
 import type { KeyringSource } from '../../credentials/keyring.ts';
 import type { SourceReadiness } from '../../telemetry/metrics.ts';
@@ -165,8 +165,8 @@ async function tasksImportingOver(ctx: ReconcileContext, ns: string, name: strin
  * Creates `desired` or brings the existing object in line with it, only when the existing object is
  * this source's (its owner label, which every render carries): ownership.ts.
  */
-async function ensure(ctx: ReconcileContext, gvr: GVR, desired: KubeObject, cached: KubeObject | undefined): Promise<KubeObject> {
-  return await ensureOwned(ctx, gvr, desired, cached, desired.metadata?.labels?.[LABEL_SOURCE_UID] ?? '');
+async function ensure(ctx: ReconcileContext, gvr: GVR, desired: KubeObject, cached: KubeObject | undefined, o: { timeoutMs?: number } = {}): Promise<KubeObject> {
+  return await ensureOwned(ctx, gvr, desired, cached, desired.metadata?.labels?.[LABEL_SOURCE_UID] ?? '', o);
 }
 
 /**
@@ -318,10 +318,13 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   const existing = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, credentialsSecretName(src));
   let secret: KubeObject;
   try {
-    secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(plain, secretsNs), existing);
+    // Each write is a login in Forklift's webhook: its deadline outlasts the webhook's timeout, so a stalled
+    // login reads as the API server's verdict, not as our client giving up first (webhook-timeout.ts).
+    const deadline = { timeoutMs: PROVIDER_SECRET_WRITE_DEADLINE_MS };
+    secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(plain, secretsNs), existing, deadline);
     // After ConnectionAuthFailed Forklift re-tests only on a change of this Secret (retest.ts).
     const retest = retestDue(providers.get(ns, sourceProviderName(name)), secret, obs.now);
-    if (retest) secret = await ctx.client.patch<KubeObject>(GVRs.Secret, secretsNs, secret.metadata!.name!, { metadata: { annotations: { [ANNOTATION_RETEST]: retest } } });
+    if (retest) secret = await ctx.client.patch<KubeObject>(GVRs.Secret, secretsNs, secret.metadata!.name!, { metadata: { annotations: { [ANNOTATION_RETEST]: retest } } }, 'merge', deadline);
     webhookTimeouts.clear(src.metadata.uid!);
   } catch (e) {
     if (isWebhookTimeout(e)) {

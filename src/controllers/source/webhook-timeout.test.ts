@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../../runtime/kube.ts';
-import { WEBHOOK_TIMEOUT_RETRY_MAX_MS, WebhookTimeoutBackoff, isWebhookTimeout, webhookTimeoutBackoffMs, webhookTimeoutMessage } from './webhook-timeout.ts';
+import { FORKLIFT_SECRET_WEBHOOK_TIMEOUT_MS, PROVIDER_SECRET_WRITE_DEADLINE_MS, WEBHOOK_TIMEOUT_RETRY_MAX_MS, WebhookTimeoutBackoff, isWebhookTimeout, webhookTimeoutBackoffMs, webhookTimeoutMessage } from './webhook-timeout.ts';
 
 // The API server's words when Forklift's Secret webhook does not answer within its timeoutSeconds.
 const TIMEOUT = 'Internal error occurred: failed calling webhook "secrets.forklift.konveyor": failed to call webhook: Post "https://forklift-api.konveyor-forklift.svc:443/secret-validate?timeout=30s": context deadline exceeded';
@@ -30,4 +30,12 @@ test('after a timeout the write waits, the wait doubling up to 30 min, and the s
   b.clear('u');
   assert.equal(b.held('u', 1, t0), undefined);
   assert.equal(b.size, 0);
+});
+
+test('a write of the credentials Secret outlasts Forklift\'s Secret webhook, so the API server\'s verdict arrives before our client gives up', () => {
+  // Upstream's relationship (kubev2v/forklift v2.11.5 and v2.12.5): the webhook's timeoutSeconds is 30, its
+  // login's ConnectionTimeout 30 s; the API server's default --request-timeout is 60 s.
+  assert.equal(FORKLIFT_SECRET_WEBHOOK_TIMEOUT_MS, 30_000);
+  assert.ok(PROVIDER_SECRET_WRITE_DEADLINE_MS >= FORKLIFT_SECRET_WEBHOOK_TIMEOUT_MS + 5_000, 'room for the API server to answer after the webhook call ended');
+  assert.ok(PROVIDER_SECRET_WRITE_DEADLINE_MS < 60_000, 'under the API server\'s own request timeout');
 });

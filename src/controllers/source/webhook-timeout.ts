@@ -8,6 +8,22 @@
 // so a timed-out write is retried only after a wait that doubles (1 min up to 30 min).
 import { ApiError } from '../../runtime/kube.ts';
 
+/**
+ * The Secret webhook's timeoutSeconds (validatingwebhookconfiguration-secrets.yml.j2 at both tags), equal to its
+ * login's own ConnectionTimeout (pkg/controller/provider/container/vsphere/collector.go, Test): on a stall the
+ * API server gives up on the webhook first, 30 s after it called it.
+ */
+export const FORKLIFT_SECRET_WEBHOOK_TIMEOUT_MS = 30_000;
+/**
+ * The deadline of our writes of the credentials Secret. With the client's default (30 s, started before the
+ * API server called the webhook) our client gave up a moment before the API server's verdict arrived: the
+ * write read as a bare client timeout, thrown and retried by the manager's fast backoff, each retry holding
+ * the webhook another 30 s, and the source never said that vCenter is unreachable. 15 s past the webhook's
+ * timeout leaves room for the API server's own work around the call (other webhooks, the etcd write), and
+ * stays under the API server's default request timeout (60 s), past which it answers a bare 504 instead.
+ */
+export const PROVIDER_SECRET_WRITE_DEADLINE_MS = FORKLIFT_SECRET_WEBHOOK_TIMEOUT_MS + 15_000;
+
 export const WEBHOOK_TIMEOUT_RETRY_BASE_MS = 60_000;
 export const WEBHOOK_TIMEOUT_RETRY_MAX_MS = 30 * 60_000;
 
