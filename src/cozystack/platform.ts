@@ -94,7 +94,7 @@ export function efiProfileFor(shape: Pick<ScaffoldingShape, 'firmware' | 'tpm'>,
   return {
     none:
       guest.os === undefined
-        ? "the guest's operating system is not known (VMware Tools reports no guestId), so no EFI instance profile can be chosen"
+        ? "the guest's operating system is not known (its source's inventory lists no guest id for this VM), so no EFI instance profile can be chosen"
         : "the guest's operating system is neither Linux nor Windows, and Cozystack ships EFI instance profiles for those only",
   };
 }
