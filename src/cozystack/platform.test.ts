@@ -69,7 +69,7 @@ test('on a platform with a firmware value the firmware is carried and no profile
 
 test('an EFI VM of an unknown OS on a platform without firmware is said not to boot, and why', () => {
   const c = carryShape(readScaffoldingShape(scaffold(EFI)), BASELINE_CAPABILITIES, {});
-  assert.match(c.wontBoot!, /would start with BIOS.*guestId.*name an EFI instanceProfile/);
+  assert.match(c.wontBoot!, /would start with BIOS.*guest id.*name an EFI instanceProfile/);
 });
 
 const NICS = {
