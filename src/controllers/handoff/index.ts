@@ -99,22 +99,32 @@ export interface HandoffOutcome {
 
 /**
  * What the platform's vm-instance chart takes, read live from its ApplicationDefinition each time a
- * VMInstance is made (an upgrade of the platform between two VMs changes the answer). Not readable — no
- * such definition, or no right to read it — the VMInstance is made as v1.6.0–v1.6.2 take it (neither
- * firmware nor MACs): the EFI profile it then gets boots on a platform with a firmware value as well.
+ * VMInstance is made (an upgrade of the platform between two VMs changes the answer). Readable but
+ * stating no schema, or not readable for want of the right (a chart without that rule), the VMInstance is
+ * made as v1.6.0–v1.6.2 take it (neither firmware nor MACs): the EFI profile it then gets boots on a
+ * platform with a firmware value as well. No such definition at all (every Cozystack release serves it:
+ * this is no platform whose chart is known) the values are written as stated, firmware included.
  */
 async function vmInstancePlatform(ctx: ReconcileContext): Promise<VMInstanceCapabilities> {
+  const asV162 = "the VMInstance is made as Cozystack v1.6.2's chart takes it (no firmware value, no MACs)";
   try {
     const def = await ctx.client.get<KubeObject>(APPLICATION_DEFINITION, undefined, VM_INSTANCE_DEFINITION);
-    const caps = def ? vmInstanceCapabilities(def) : undefined;
-    if (!caps) ctx.log.warn(`ApplicationDefinition ${VM_INSTANCE_DEFINITION} ${def ? 'states no values schema' : 'not found'}: the VMInstance is made as Cozystack v1.6.2's chart takes it (no firmware value, no MACs)`);
+    if (!def) {
+      ctx.log.warn(`ApplicationDefinition ${VM_INSTANCE_DEFINITION} not found: the VMInstance's values are written as stated (firmware included)`);
+      return AS_STATED;
+    }
+    const caps = vmInstanceCapabilities(def);
+    if (!caps) ctx.log.warn(`ApplicationDefinition ${VM_INSTANCE_DEFINITION} states no values schema: ${asV162}`);
     return caps ?? BASELINE_CAPABILITIES;
   } catch (e) {
-    if (!(e instanceof ApiError) || (e.code !== 403 && e.code !== 404)) throw e;
-    ctx.log.warn({ err: e.message }, `ApplicationDefinition ${VM_INSTANCE_DEFINITION} not readable: the VMInstance is made as Cozystack v1.6.2's chart takes it (no firmware value, no MACs)`);
+    if (!(e instanceof ApiError) || e.code !== 403) throw e;
+    ctx.log.warn({ err: e.message }, `ApplicationDefinition ${VM_INSTANCE_DEFINITION} not readable: ${asV162}`);
     return BASELINE_CAPABILITIES;
   }
 }
+
+/** A platform without a vm-instance ApplicationDefinition: firmware written as stated; no MAC (no chart has one). */
+const AS_STATED: VMInstanceCapabilities = { firmware: true, macAddress: false };
 
 /**
  * After a step whose write no watch reports: look again almost at once. That is the VMDisk's and the
