@@ -16,6 +16,7 @@ import { LeaderElector, RENEW_DEADLINE_MS, defaultIdentity } from './runtime/lea
 import { Manager } from './runtime/manager.ts';
 import type { Reconciler } from './runtime/reconciler.ts';
 import type { WatchLiveness } from './runtime/informer.ts';
+import { checkCoexistence } from './app-coexistence.ts';
 
 export interface RunOptions {
   signal?: AbortSignal;
@@ -76,6 +77,13 @@ export async function runController(cfg: ControllerConfig, opts: RunOptions = {}
   const client = new KubeClient(kc, { ...clientOpts, ...limited('reconcilers') });
   const leaseClient = new KubeClient(kc, { ...clientOpts, timeoutMs: opts.renewDeadlineMs ?? RENEW_DEADLINE_MS });
   const webhookClient = new KubeClient(kc, { ...clientOpts, ...limited('webhook') });
+  // Two controllers must never reconcile the same objects: refuse before serving anything.
+  try {
+    await checkCoexistence(webhookClient, { namespace: cfg.namespace, podNamespace: cfg.podNamespace, leaseNamespace: cfg.leaseNamespace, ownLease: { namespace: cfg.leaseNamespace, name: cfg.leaseName }, takeOver: cfg.takeOver, log: log.child({ component: 'coexistence' }) });
+  } catch (e) {
+    for (const c of [client, leaseClient, webhookClient]) c.close();
+    throw e;
+  }
   const events = new KubeEventRecorder(client, 'migration-controller', log.child({ component: 'events' }));
   const manager = new Manager({ client, log, metrics, events, namespace: cfg.namespace, workers: cfg.workers, watchLiveness: opts.watchLiveness, cacheSweepMs: opts.cacheSweepMs });
   // The credentials keyring serves the webhook too (every replica): it uses the unfenced client.

@@ -73,6 +73,13 @@ export interface ControllerConfig {
    * start passt. Off, the webhook refuses the field.
    */
   guestConversion: boolean;
+  /**
+   * Start although Cozystack's own controller for these kinds has served them (its finalizer on tasks,
+   * its Helm release owning the CRDs): this controller takes those tasks over (chart value
+   * coexistence.takeOver). Its Lease renewed within two minutes refuses regardless
+   * (src/cozystack/coexistence.ts).
+   */
+  takeOver: boolean;
 }
 
 export const DEFAULT_FORKLIFT_NAMESPACE = 'cozy-forklift';
@@ -137,6 +144,7 @@ export const KNOBS: readonly Knob[] = [
   { flag: 'kube-api-qps', type: 'string', env: 'KUBE_API_QPS', default: String(DEFAULT_KUBE_API_QPS), help: 'client-side request rate to the API server (requests/s)' },
   { flag: 'kube-api-burst', type: 'string', env: 'KUBE_API_BURST', default: String(DEFAULT_KUBE_API_BURST), help: 'client-side burst above that rate (requests)' },
   { flag: 'task-stall-after-seconds', type: 'string', env: 'MC_TASK_STALL_AFTER_SECONDS', default: String(DEFAULT_TASK_STALL_AFTER_SECONDS), help: 'a transfer without progress this long is reported Stalled' },
+  { flag: 'take-over', type: 'boolean', env: 'TAKE_OVER', default: 'false', help: "start although Cozystack's own controller served these kinds (its finalizer on tasks, its CRDs), and take its tasks over; never while its Lease is renewed" },
   { flag: 'guest-conversion', type: 'boolean', env: 'GUEST_CONVERSION_ENABLED', default: 'false', help: 'allow tasks with spec.guestConversion (the nodes carry the seccomp profile libguestfs/passt needs)' },
 ];
 
@@ -283,6 +291,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     kubeAPIBurst,
     taskStallAfterSeconds,
     guestConversion: bool('guest-conversion', false),
+    takeOver: bool('take-over', false),
   };
 }
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASELINE_CAPABILITIES, carryShape, efiProfileFor, vmInstanceCapabilities, type VMInstanceCapabilities } from './platform.ts';
+import { BASELINE_CAPABILITIES, carryShape, efiProfileFor, guestFactsFrom, shapeStatus, vmInstanceCapabilities, type VMInstanceCapabilities } from './platform.ts';
 import { readScaffoldingShape } from './kubevirt.ts';
 import { renderVMInstance } from './render.ts';
 import type { KubeObject } from '../runtime/kube.ts';
@@ -69,7 +69,7 @@ test('on a platform with a firmware value the firmware is carried and no profile
 
 test('an EFI VM of an unknown OS on a platform without firmware is said not to boot, and why', () => {
   const c = carryShape(readScaffoldingShape(scaffold(EFI)), BASELINE_CAPABILITIES, {});
-  assert.match(c.wontBoot!, /would start with BIOS.*guestId.*name an EFI instanceProfile/);
+  assert.match(c.wontBoot!, /would start with BIOS.*guest id.*name an EFI instanceProfile/);
 });
 
 const NICS = {
@@ -120,4 +120,24 @@ test('what the chart cannot carry is listed: firmware.serial, the timezone, the 
   const viaProfile = carryShape(shape, BASELINE_CAPABILITIES, { os: 'windows' });
   assert.equal(viaProfile.instanceProfile, 'windows.2k22');
   assert.ok(viaProfile.notCarried.includes("the TPM's contents (the profile gives a new, empty persistent TPM: BitLocker asks for its recovery key)"));
+});
+
+test("the guest's OS family comes from its source's inventory; a VM the inventory does not list has none", () => {
+  const source = { status: { inventory: { total: 1, listed: 1, truncated: false, vms: [{ id: 'vm-7', name: 'db', path: '/dc/vm/db', os: 'windows' as const }] } } };
+  assert.deepEqual(guestFactsFrom(source as never, 'vm-7', true), { os: 'windows', converted: true });
+  assert.deepEqual(guestFactsFrom(source as never, 'vm-8', false), { converted: false });
+  assert.deepEqual(guestFactsFrom(undefined, 'vm-7', false), { converted: false });
+});
+
+test("the VM's status says which profile stands in for the firmware and why, each NIC's MACs, and what was not carried", () => {
+  const shape = readScaffoldingShape(scaffold({ ...EFI, devices: { interfaces: [{ name: 'n0', macAddress: '00:50:56:aa:00:01' }] } }, [{ name: 'n0', pod: {} }]));
+  const s = shapeStatus(carryShape(shape, BASELINE_CAPABILITIES, { os: 'linux' }))!;
+  assert.equal(s.instanceProfile, 'linux.efi');
+  assert.match(s.firmware!, /instance profile linux\.efi makes it boot with UEFI/);
+  assert.deepEqual(s.nics, [{ index: 0, network: 'pod', sourceMAC: '00:50:56:aa:00:01', kept: false }]);
+  assert.ok(s.notCarried!.some((n) => n.startsWith('firmware.serial "4230-1234"')));
+  const none = shapeStatus(carryShape(shape, BASELINE_CAPABILITIES, {}))!;
+  assert.equal(none.instanceProfile, undefined);
+  assert.match(none.firmware!, /^will not boot: the source boots with UEFI/);
+  assert.equal(shapeStatus(carryShape(readScaffoldingShape(scaffold({ cpu: { cores: 1 }, memory: { guest: '1Gi' } })), BASELINE_CAPABILITIES, {})), undefined, 'nothing to say');
 });

@@ -7,8 +7,19 @@
 // in PR #3002. What the chart takes is read from the platform itself — the `vm-instance`
 // ApplicationDefinition's values schema (cozystack/cozystack@v1.6.2:packages/system/vm-instance-rd/
 // cozyrds/vm-instance.yaml, spec.application.openAPISchema) — never from a version number.
+import type { ShapeStatus, SourceInventoryVM, VMImportSource } from '../api/types.ts';
+import type { GVR } from '../runtime/gvr.ts';
 import type { KubeObject } from '../runtime/kube.ts';
 import type { ScaffoldingShape } from './kubevirt.ts';
+
+/**
+ * Cozystack's ApplicationDefinition (cluster-scoped; cozystack/cozystack@v1.6.2:
+ * packages/system/application-definition-crd/definition/cozystack.io_applicationdefinitions.yaml). The
+ * one named `vm-instance` (packages/system/vm-instance-rd/cozyrds/vm-instance.yaml) states the values the
+ * VMInstance's chart takes.
+ */
+export const APPLICATION_DEFINITION: GVR = { group: 'cozystack.io', version: 'v1alpha1', plural: 'applicationdefinitions', kind: 'ApplicationDefinition', namespaced: false, optional: true };
+export const VM_INSTANCE_DEFINITION = 'vm-instance';
 
 export interface VMInstanceCapabilities {
   /** The values schema has `firmware`: the VMInstance can ask for UEFI. */
@@ -83,7 +94,7 @@ export function efiProfileFor(shape: Pick<ScaffoldingShape, 'firmware' | 'tpm'>,
   return {
     none:
       guest.os === undefined
-        ? "the guest's operating system is not known (VMware Tools reports no guestId), so no EFI instance profile can be chosen"
+        ? "the guest's operating system is not known (its source's inventory lists no guest id for this VM), so no EFI instance profile can be chosen"
         : "the guest's operating system is neither Linux nor Windows, and Cozystack ships EFI instance profiles for those only",
   };
 }
@@ -158,4 +169,21 @@ export function carryShape(shape: ScaffoldingShape, platform: VMInstanceCapabili
   }
   if (shape.tablet) out.notCarried.push('the tablet input device (the mouse pointer is relative in a console)');
   return out;
+}
+
+/** The source VM's OS family as its source's inventory (status.inventory.vms) lists it; undefined when not listed. */
+export function guestFactsFrom(source: Pick<VMImportSource, 'status'> | undefined, vmId: string, converted: boolean): GuestFacts {
+  const vm: SourceInventoryVM | undefined = source?.status?.inventory?.vms?.find((v) => v.id === vmId);
+  return { ...(vm?.os ? { os: vm.os } : {}), converted };
+}
+
+/** The VM status's account of a carriage (status.vms[].shape); undefined when there is nothing to say. */
+export function shapeStatus(c: ShapeCarriage): ShapeStatus | undefined {
+  const s: ShapeStatus = {
+    ...(c.instanceProfile ? { instanceProfile: c.instanceProfile } : {}),
+    ...(c.wontBoot ? { firmware: `will not boot: ${c.wontBoot}` } : c.profileReason ? { firmware: c.profileReason } : {}),
+    ...(c.nics.length ? { nics: c.nics } : {}),
+    ...(c.notCarried.length ? { notCarried: c.notCarried } : {}),
+  };
+  return Object.keys(s).length ? s : undefined;
 }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { FORKLIFT_RDM, OwnConcern, assessVM, concernSentence, concernsFor, inventoryEntry, osFamily, summarise, toolsState, verdictOf, vmConcerns, vmFacts, type InventoryVMRecord } from './assess.ts';
+import { FORKLIFT_RDM, OwnConcern, assessVM, ownConcerns, concernSentence, concernsFor, inventoryEntry, osFamily, summarise, toolsState, verdictOf, vmConcerns, vmFacts, type InventoryVMRecord } from './assess.ts';
 import { statusInventory } from './inventory.ts';
 
 const GiB = 2 ** 30;
@@ -133,4 +133,13 @@ test('our Tools blocker is exactly Forklift\'s GuestToolsIssue: installed Tools 
   assert.deepEqual(vmConcerns(record({ toolsStatus: 'toolsOk', toolsRunningStatus: '' })), []);
   assert.deepEqual(vmConcerns(record({ toolsStatus: '', toolsRunningStatus: 'guestToolsRunning' })).map((c) => c.id), [OwnConcern.ToolsNotRunning]);
   assert.deepEqual(vmConcerns(record({ toolsStatus: 'toolsNotInstalled' })).map((c) => c.id), [OwnConcern.ToolsNotRunning]);
+});
+
+test("a UEFI guest's assessment names the EFI profile that stands in where the platform has no firmware value, or says it will not boot", () => {
+  const uefi = (os?: 'linux' | 'windows' | 'other', secureBoot = false) => ownConcerns({ firmware: 'efi', ...(secureBoot ? { secureBoot } : {}), ...(os ? { os } : {}), tools: 'running', cbt: true, disks: [], nics: [] }).find((c) => c.label === 'UEFI firmware')!.assessment;
+  assert.match(uefi('linux'), /gets the EFI instance profile linux\.efi instead, unless the task names one/);
+  assert.match(uefi('linux', true), /profile rhel\.9/);
+  assert.match(uefi('windows'), /profile windows\.2k19/);
+  assert.match(uefi('other'), /it will not boot: it starts with BIOS, and the guest's operating system is neither Linux nor Windows/);
+  assert.match(uefi(), /it will not boot: .*not known/);
 });

@@ -9,6 +9,7 @@
 // agent validates a VM asynchronously (revisionValidated lags revision), so the Critical facts it knows
 // of (RDM, independent disks) are also derived here from the facts, in Forklift's own words, and never
 // counted twice.
+import { efiProfileFor } from '../cozystack/platform.ts';
 import type { SourceInventoryDisk, SourceInventorySummary, SourceInventoryVM, VMConcern, VMVerdict } from '../api/types.ts';
 
 /** A VM record of Forklift's inventory (`/providers/vsphere/<uid>/vms/<id>` or `vms?detail=4`), read loosely. */
@@ -170,7 +171,7 @@ export function ownConcerns(f: Facts): VMConcern[] {
       id: OwnConcern.UEFI,
       category: 'Warning',
       label: 'UEFI firmware',
-      assessment: 'The VM boots with UEFI. The imported VMInstance asks for UEFI; on a Cozystack whose vm-instance chart has no firmware value (v1.6.2 and earlier) it starts with BIOS and the guest does not boot.',
+      assessment: uefiAssessment(f),
     });
   }
   if (f.firmware === 'efi' && f.secureBoot) {
@@ -190,6 +191,20 @@ export function ownConcerns(f: Facts): VMConcern[] {
     });
   }
   return out;
+}
+
+/**
+ * What a UEFI guest gets: the firmware where the platform's vm-instance takes it, else the EFI instance
+ * profile of its OS family (src/cozystack/platform.ts, efiProfileFor, as the handoff chooses it), or the
+ * verdict that it will not boot there.
+ */
+function uefiAssessment(f: Facts): string {
+  const p = efiProfileFor({ firmware: { bootloader: 'uefi', secureBoot: f.secureBoot === true } }, { ...(f.os ? { os: f.os } : {}) });
+  const without =
+    'profile' in p
+      ? `on a Cozystack whose vm-instance chart has no firmware value (v1.6.0–v1.6.2) the VMInstance gets the EFI instance profile ${p.profile} instead, unless the task names one, and its status says so`
+      : `on a Cozystack whose vm-instance chart has no firmware value (v1.6.0–v1.6.2) it will not boot: it starts with BIOS, and ${p.none}`;
+  return `The VM boots with UEFI. The imported VMInstance asks for UEFI where the platform takes a firmware value; ${without}.`;
 }
 
 const RANK: Record<VMConcern['category'], number> = { Critical: 0, Warning: 1, Information: 2 };
@@ -283,7 +298,7 @@ const FIXES: Record<string, string> = {
   'vmware.host_affinity.detected': 'nothing to do; host affinity is not carried over',
   [OwnConcern.SharedDisk]: 'detach the shared disk from this VM in vSphere (or turn off its multi-writer sharing) and import again; carry its data over separately',
   [OwnConcern.ToolsNotRunning]: 'start VMware Tools in the guest, or shut the guest down, and import again',
-  [OwnConcern.UEFI]: 'check that this Cozystack release supports the VMInstance firmware value; otherwise import the VM after the platform is upgraded',
+  [OwnConcern.UEFI]: 'where the platform has no firmware value and the guest is neither Linux nor Windows, name an EFI instanceProfile for the VM in the task',
   [OwnConcern.SecureBoot]: 'if the guest boots with a custom-signed loader, turn Secure Boot off in the guest before the import',
   [OwnConcern.BeyondSATA]: 'install the virtio drivers in the guest before the import (Windows: virtio-win), or move data off the extra disks',
 };

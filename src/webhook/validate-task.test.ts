@@ -237,7 +237,7 @@ test("a task naming a Blocked VM is refused with the concern in Forklift's words
   const cold = validateTask('CREATE', task({ vms: [{ id: 'vm-2' }] }), undefined, facts({ inventory: { value: inv } }));
   assert.equal(cold.allowed, true);
   assert.deepEqual(cold.warnings, [
-    'spec.vms[0]: VM "db" (vm-2): UEFI firmware (Warning, migration-controller): The VM boots with UEFI. Fix: check that this Cozystack release supports the VMInstance firmware value; otherwise import the VM after the platform is upgraded.',
+    'spec.vms[0]: VM "db" (vm-2): UEFI firmware (Warning, migration-controller): The VM boots with UEFI. Fix: where the platform has no firmware value and the guest is neither Linux nor Windows, name an EFI instanceProfile for the VM in the task.',
   ]);
   const warmTask = validateTask('CREATE', task({ vms: [{ id: 'vm-2' }], mode: 'warm' }), undefined, facts({ inventory: { value: inv } }));
   assert.equal(warmTask.warnings.length, 2);

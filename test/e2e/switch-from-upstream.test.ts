@@ -51,7 +51,8 @@ before(async () => {
   } finally {
     admin.close();
   }
-  booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'replicated', reclaimPolicy: 'Delete' }] });
+  // Step 3 of the procedure: that controller stopped, this one is told to take its tasks over.
+  booted = await bootWorld({ worlds: [world], storageClasses: [{ name: 'replicated', reclaimPolicy: 'Delete' }], controller: { extra: { takeOver: true } } });
   c = booted.c;
 });
 

@@ -12,12 +12,14 @@ import { Inventory, Webhook } from './servers.ts';
 import { SIM_PROVISIONER, Storage } from './storage.ts';
 import { World, type WorldFixture } from './world.ts';
 import { visibleIn } from './scope.ts';
+import { serveVMInstanceDefinition, type VMInstanceChart } from './cozystack.ts';
 
 export { SIM_PROVISIONER, POPULATED_FOR, ALLOW_ADOPTION, CSI_PV_FINALIZER } from './storage.ts';
 export { vcenter, World, contentIdentity, inServiceCIDR, type WorldFixture, type VCenterSpec, type VMFixture, type HostFixture, type DiskFixture, type VMFaults, type ConversionFailure } from './world.ts';
 export { CONTENT_ANNOTATION, SOURCE_ANNOTATION, NBD_ERROR, GUEST_CONVERSION_FAILED, VIRT_V2V_IMAGE } from './forklift.ts';
 export { INVENTORY_SECRET, NAME_LIMITS, appNameError } from './servers.ts';
 export { OWNER_LABEL, PROCESS_OWNER } from './scope.ts';
+export { vmInstanceDefinition, vmInstanceSchema, type VMInstanceChart } from './cozystack.ts';
 export { DEFAULT_TIMINGS, FORKLIFT_VERSIONS, type ForkliftVersion, type SimTimings } from './context.ts';
 
 const CRD_DIR = join(dirname(fileURLToPath(import.meta.url)), '../crds');
@@ -55,6 +57,13 @@ export interface SimOptions {
    * Default false (what a 1.20 cluster's provisioners do).
    */
   csiPVFinalizer?: boolean;
+  /**
+   * The vm-instance chart the platform has, as its ApplicationDefinition's values schema states it
+   * (test/sim/cozystack.ts): `v1.6.2`, the release, without a firmware value; `firmware-pr3002`, with
+   * PR #3002's. Default `firmware-pr3002`, the values the stand-in VMInstance CRD keeps and the files
+   * written before the platform was read expect (firmware carried as stated).
+   */
+  vmInstanceChart?: VMInstanceChart;
 }
 
 export interface Sim {
@@ -188,6 +197,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
   };
   try {
     await applyCRDs(rest, [...standInCRDs('cdi'), ...standInCRDs('kubevirt'), ...standInCRDs('cozystack')]);
+    await serveVMInstanceDefinition(rest, opts.vmInstanceChart ?? 'firmware-pr3002');
     if (opts.forkliftInstalled === false) {
       // A shared control plane may still have them from an earlier file: Forklift must really be absent.
       for (const c of standInCRDs('forklift')) await rest.del(R.CRD, undefined, c.metadata.name);

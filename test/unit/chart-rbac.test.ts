@@ -92,6 +92,7 @@ const BASE: Grant[] = [
   { scope: 'cluster', groups: '', resources: 'configmaps', verbs: 'create,delete,get,list,update', why: 'the inventory ConfigMap published per source; never watched or patched' },
   { scope: 'cluster', groups: ',events.k8s.io', resources: 'events', verbs: 'create,list,patch', why: "Events on our objects; a stalled claim's quota Events explain a stall" },
   { scope: 'cluster', groups: 'apiextensions.k8s.io', resources: 'customresourcedefinitions', verbs: 'get,list,watch', why: 'which engines are installed' },
+  { scope: 'cluster', groups: 'cozystack.io', resources: 'applicationdefinitions', verbs: 'get', names: 'vm-instance', why: "what the platform's vm-instance chart takes (firmware, MACs), read when a VMInstance is made" },
   { scope: 'cluster', groups: 'apiregistration.k8s.io', resources: 'apiservices', verbs: 'get,list,watch', why: "an aggregated API (Cozystack's apps.cozystack.io) that becomes Available later" },
   { scope: 'cluster', groups: 'authorization.k8s.io', resources: 'subjectaccessreviews', verbs: 'create', why: "the webhook checks the caller: secretRef readable by its author, task facts only for readers" },
   {

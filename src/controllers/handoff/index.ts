@@ -28,8 +28,9 @@ import {
   vmDiskName,
 } from '../../api/labels.ts';
 import { TaskReason } from '../../api/conditions.ts';
-import type { DiskStatus, TaskVM, VMImportTask, VMStatus } from '../../api/types.ts';
+import type { DiskStatus, ShapeStatus, TaskVM, VMImportSource, VMImportTask, VMStatus } from '../../api/types.ts';
 import { readScaffoldingDisks, readScaffoldingShape } from '../../cozystack/kubevirt.ts';
+import { APPLICATION_DEFINITION, BASELINE_CAPABILITIES, VM_INSTANCE_DEFINITION, carryShape, guestFactsFrom, shapeStatus, vmInstanceCapabilities, type VMInstanceCapabilities } from '../../cozystack/platform.ts';
 import { parseQuantity } from '../../cozystack/quantity.ts';
 import {
   hasOutputMarkers,
@@ -92,7 +93,38 @@ export interface HandoffOutcome {
   requeueAfterMs?: number;
   /** The step this pass took (undefined: it waited, failed or found the VM done). */
   step?: StepName;
+  /** Set by the pass that created the VMInstance: what of the source's shape it carries (status.vms[].shape). */
+  shape?: ShapeStatus;
 }
+
+/**
+ * What the platform's vm-instance chart takes, read live from its ApplicationDefinition each time a
+ * VMInstance is made (an upgrade of the platform between two VMs changes the answer). Readable but
+ * stating no schema, or not readable for want of the right (a chart without that rule), the VMInstance is
+ * made as v1.6.0–v1.6.2 take it (neither firmware nor MACs): the EFI profile it then gets boots on a
+ * platform with a firmware value as well. No such definition at all (every Cozystack release serves it:
+ * this is no platform whose chart is known) the values are written as stated, firmware included.
+ */
+async function vmInstancePlatform(ctx: ReconcileContext): Promise<VMInstanceCapabilities> {
+  const asV162 = "the VMInstance is made as Cozystack v1.6.2's chart takes it (no firmware value, no MACs)";
+  try {
+    const def = await ctx.client.get<KubeObject>(APPLICATION_DEFINITION, undefined, VM_INSTANCE_DEFINITION);
+    if (!def) {
+      ctx.log.warn(`ApplicationDefinition ${VM_INSTANCE_DEFINITION} not found: the VMInstance's values are written as stated (firmware included)`);
+      return AS_STATED;
+    }
+    const caps = vmInstanceCapabilities(def);
+    if (!caps) ctx.log.warn(`ApplicationDefinition ${VM_INSTANCE_DEFINITION} states no values schema: ${asV162}`);
+    return caps ?? BASELINE_CAPABILITIES;
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.code !== 403) throw e;
+    ctx.log.warn({ err: e.message }, `ApplicationDefinition ${VM_INSTANCE_DEFINITION} not readable: ${asV162}`);
+    return BASELINE_CAPABILITIES;
+  }
+}
+
+/** A platform without a vm-instance ApplicationDefinition: firmware written as stated; no MAC (no chart has one). */
+const AS_STATED: VMInstanceCapabilities = { firmware: true, macAddress: false };
 
 /**
  * After a step whose write no watch reports: look again almost at once. That is the VMDisk's and the
@@ -847,16 +879,24 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
   }
   if (va.type === 'done') return { state: 'done', disks: out, vmInstance: input.vmName };
   log.info({ step: va.step }, 'handoff step');
+  let shape: ShapeStatus | undefined;
   if (va.step === Step.CreateVMInstance) {
+    const scaffold = readScaffoldingShape(input.forkliftVM!);
+    // virt-v2v installed virtio drivers into the guest (docs/conversion.md).
+    const converted = input.task.spec.guestConversion === true;
+    // The guest's OS family (for an EFI profile) as the source's inventory lists it.
+    const source = await ctx.client.get<VMImportSource & KubeObject>(GVRs.VMImportSource, ns, input.task.spec.sourceRef.name);
+    const carriage = carryShape(scaffold, await vmInstancePlatform(ctx), guestFactsFrom(source, input.spec.id, converted), input.spec.instanceProfile);
+    shape = shapeStatus(carriage);
     const r = renderVMInstance({
       namespace: ns,
       name: input.vmName,
       vm: input.spec,
-      shape: readScaffoldingShape(input.forkliftVM!),
+      shape: scaffold,
       diskNames: disks.map((d) => d.vmDisk),
       markers,
-      // virt-v2v installed virtio drivers into the guest (docs/conversion.md).
-      converted: input.task.spec.guestConversion === true,
+      converted,
+      carriage,
     });
     if (!r.ok) return failed(TaskReason.Failed, r.message, out);
     // Record before you advance: from this write on, a missing VMInstance is one made and then lost.
@@ -896,5 +936,6 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
     message: va.step,
     requeueAfterMs: afterStepRequeueMs(ctx, va.step),
     step: va.step,
+    ...(shape ? { shape } : {}),
   };
 }

@@ -132,7 +132,8 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
         transferClaims: i.objects.transferClaims,
         record: (disks, vmInstance) => i.record(creating({ disks, ...(vmInstance ? { vmInstance } : {}), message: v.phase === 'Creating' ? v.message : 'handing the transferred volumes over to VMDisks' })),
       });
-      const out: VMStatus = { ...v, disks: h.disks, vmInstance: h.vmInstance ?? v.vmInstance };
+      // The pass that made the VMInstance says what of the source's shape it carries; later passes keep it.
+      const out: VMStatus = { ...v, disks: h.disks, vmInstance: h.vmInstance ?? v.vmInstance, ...(h.shape ? { shape: h.shape } : {}) };
       if (h.state === 'failed') return { status: failVM(out, h.reason ?? TaskReason.OutputRejected, h.message ?? 'the handoff failed'), requeueAfterMs: h.requeueAfterMs };
       if (h.state === 'done') {
         const ts = { ...(out.timestamps ?? {}), completed: notBefore(i.now, out.timestamps?.transferred) };
