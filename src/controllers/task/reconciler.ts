@@ -28,6 +28,7 @@ import { retireEndedPlans } from './retire.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
 import { keepTaskObject } from './retention.ts';
+import { TransferAdmission, queuedOnSameHost } from './admission.ts';
 
 export interface TaskReconcilerOptions {
   /** Inventory client (tests inject one; default: Forklift's inventory service from the config). */
@@ -123,7 +124,8 @@ export class TaskReconciler implements Reconciler {
     { gvr: GVRs.VMImportSource, map: bySource },
     // Held only while their task runs (retention.ts): a kept, ended task reads none of them again.
     { gvr: GVRs.Plan, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
-    { gvr: GVRs.Migration, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
+    // A Migration that freed transfer slots also wakes the tasks Queued on its host (task/admission.ts).
+    { gvr: GVRs.Migration, map: (o, c) => [...byTaskLabel(o), ...queuedOnSameHost(o, (c(GVRs.VMImportTask)?.list() ?? []) as Array<VMImportTask & KubeObject>, LABEL_TASK)], labelSelector: ourSelector, keep: keepTaskObjects },
     // Watched so that the task reads its maps from a cache (they change a handful of times).
     { gvr: GVRs.NetworkMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
     { gvr: GVRs.StorageMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
@@ -152,6 +154,7 @@ export class TaskReconciler implements Reconciler {
       mem: this.mem,
       metrics: this.metrics,
       handoff: this.handoff,
+      budget: new TransferAdmission({ enabled: this.cfg.transferBudget ?? true, maxDisksPerHost: this.cfg.transferMaxDisksPerHost || 10, ...(this.cfg.transferMaxDisksPerTenant ? { maxDisksPerTenant: this.cfg.transferMaxDisksPerTenant } : {}) }, { registry: this.o.registry }),
     });
     // From the informer cache, never behind our own last write (status, finalizer); a private copy,
     // because the reconcile edits it as it goes.
@@ -268,6 +271,10 @@ export class TaskReconciler implements Reconciler {
       }
     }
 
+    // 4b. the platform's transfer budget: places and admission checkpoints recorded before any Migration (task/admission.ts)
+    const slots = await fx.budget!.pass(ctx, task, vms, source, { inventory: fx.inventory, record: async (v) => void (task.status = await writeStatus(ctx, fx, task, v, { storageClass })) });
+    vms = slots.vms;
+
     // 5. per VM: observe → decide → act (Plan → Migration → progress → handoff)
     const now = ctx.now();
     const next: VMStatus[] = [];
@@ -285,7 +292,7 @@ export class TaskReconciler implements Reconciler {
         continue;
       }
       const seen = await observeVM(ctx, this.mem, task, v, { now, stallAfterMs: this.stallAfterMs, migrationName: migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id) });
-      const action = nextVMAction(seen.observation);
+      const action = nextVMAction({ ...seen.observation, slot: slots.slots.get(v.id) });
       // A handoff create is recorded first: this VM's status as it will be, the others' as this pass left them.
       const record = async (vm: VMStatus): Promise<void> => {
         task.status = await writeStatus(ctx, fx, task, [...next, vm, ...vms.slice(k + 1)], { storageClass });
@@ -305,7 +312,7 @@ export class TaskReconciler implements Reconciler {
 
 
   memory(): Record<string, number> {
-    return { ...this.mem.sizes(), ...this.handoff.memory() };
+    return { ...this.mem.sizes(), ...this.handoff.memory(), ...(this.fx?.budget?.sizes() ?? {}) };
   }
 }
 
