@@ -110,7 +110,8 @@ export function campaignVMs(task: VMImportTask, vms: readonly VMStatus[], vcente
       finished,
       ready: queued && ready(v),
       ...(s.queuedAt ? { queuedSince: Date.parse(s.queuedAt) } : {}),
-      ...(c?.disksLeft ? { disksLeft: c.disksLeft } : queued && s.diskBytes ? { disksLeft: s.diskBytes } : {}),
+      // Bytes left: the Migration's per-disk progress, else (queued, or admitted before its Migration) the disks' sizes.
+      ...(c?.disksLeft ? { disksLeft: c.disksLeft } : !migration && s.diskBytes ? { disksLeft: s.diskBytes } : {}),
       ...(v.bytesPerSecond !== undefined ? { bytesPerSecond: v.bytesPerSecond } : {}),
     });
   }
