@@ -210,3 +210,14 @@ test('a Migration that freed slots wakes the tasks Queued on its host, and progr
   assert.deepEqual(queuedOnSameHost(mig('CopyDisks'), [own, waiting, elsewhere], 'task'), []);
   assert.deepEqual(queuedOnSameHost(mig('CreateVM'), [own, waiting, elsewhere], 'task'), [{ namespace: 'tenant-b', name: 'small' }]);
 });
+
+test('with the budget on, a VM this pass did not admit gets no Migration even if its Plan turns ready right after: it waits for the next pass', async () => {
+  const w = world();
+  const a = mkTask('tenant-a', 'big', 2);
+  // Only the first VM's Plan is ready when the admission pass looks.
+  w.plans.put({ metadata: { namespace: 'tenant-a', name: a.status!.vms![0]!.plan }, status: { conditions: [{ type: 'Ready', status: 'True', category: 'Required' }] } } as KubeObject);
+  w.tasks.put(a);
+  const r = await pass(new TransferAdmission({ enabled: true, maxDisksPerHost: 5 }), w, a);
+  assert.deepEqual(r.slots.get('vm-tenant-a-0'), { admitted: true });
+  assert.equal((r.slots.get('vm-tenant-a-1') as { admitted: boolean } | undefined)?.admitted, false);
+});

@@ -166,10 +166,24 @@ export class TransferAdmission {
     return out;
   }
 
-  /** One pass for one task: places recorded, checkpoints written, each waiting VM's verdict. */
+  /**
+   * One pass for one task: places recorded, checkpoints written, each waiting VM's verdict. With the budget
+   * on, every VM not started gets a verdict: one this pass did not admit never gets its Migration, even
+   * when the per-VM pass sees its Plan turn ready a moment after this one saw it not ready.
+   */
   async pass(ctx: ReconcileContext, task: VMImportTask & KubeObject, vms0: VMStatus[], source: VMImportSource | undefined, io: AdmissionIO): Promise<AdmissionResult> {
+    if (!this.cfg.enabled) return { vms: vms0, slots: new Map() };
+    const r = await this.admit(ctx, task, vms0, source, io);
+    for (const v of r.vms) {
+      if (!v.plan || isTerminalPhase(v.phase) || v.timestamps?.started || r.slots.has(v.id)) continue;
+      const host = v.transferSlot ? ` on ESXi host ${v.transferSlot.hostName ?? v.transferSlot.host}` : '';
+      r.slots.set(v.id, { admitted: false, message: `Waiting for a transfer slot${host}: its place in the queue is given once Forklift reports its Plan ready` });
+    }
+    return r;
+  }
+
+  private async admit(ctx: ReconcileContext, task: VMImportTask & KubeObject, vms0: VMStatus[], source: VMImportSource | undefined, io: AdmissionIO): Promise<AdmissionResult> {
     const slots = new Map<string, SlotVerdict>();
-    if (!this.cfg.enabled) return { vms: vms0, slots };
     const now = ctx.now().getTime();
     const ns = task.metadata.namespace ?? '';
     let vms = vms0;
