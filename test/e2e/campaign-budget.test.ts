@@ -147,12 +147,13 @@ test('two tenants importing from one vCenter share its host’s budget, and a 1-
   await createTask(nsA, 'campaign', A_VMS);
   // The host's two slots go to two of A's VMs (in spec.vms order among those whose Plans are ready); the others wait Queued.
   let last: VMImportTask | undefined;
-  const a = await waitFor('tenant A: two VMs admitted, six or more Queued', async () => {
+  const a = await waitFor('tenant A: two VMs admitted, eight Queued in their place', async () => {
     last = await getTask(nsA, 'campaign');
-    const queued = (last?.status?.vms ?? []).filter((v) => v.phase === 'Queued');
-    return [...observed.holding].filter(([k, h]) => h && k.startsWith(`${nsA}/`)).length === BUDGET && queued.length >= 6 ? last : undefined;
+    const queued = (last?.status?.vms ?? []).filter((v) => v.phase === 'Queued' && / ahead of it /.test(v.message ?? ''));
+    return [...observed.holding].filter(([k, h]) => h && k.startsWith(`${nsA}/`)).length === BUDGET && queued.length === A_VMS.length - BUDGET ? last : undefined;
   }, { timeoutMs: 60_000 }).catch((e: Error) => assert.fail(`${e.message}: ${JSON.stringify(last?.status?.vms?.map((v) => [v.id, v.phase, v.reason, v.message]))}`));
   const queuedA = (a.status?.vms ?? []).filter((v) => v.phase === 'Queued');
+  assert.equal(queuedA.length, A_VMS.length - BUDGET);
   const lastA = queuedA[queuedA.length - 1]!;
   assert.match(lastA.message ?? '', new RegExp(`^Waiting for 1 disk of transfer slots on ESXi host .+, which transfers 2 disks of its budget of 2: ${queuedA.length - 1} disks? ahead of it in this namespace, ${queuedA.length - 1} disks? in total\\.$`));
   assert.ok(lastA.transferSlot?.vcenter && !lastA.transferSlot.admittedAt, 'a Queued VM has its place recorded, not its admission');
@@ -293,7 +294,6 @@ test('a controller killed right after recording an admission, then right after a
   assert.equal(e2?.signal, 'SIGKILL', `the second controller was to die after a Migration's create: ${p2.output()}`);
   const made = (await c.list(GVRs.Migration, nsC)).items.map((m) => m.metadata?.name ?? '');
   assert.equal(made.length, 1);
-  assert.ok(first.some((id) => made[0]!.endsWith(`-${id}`)), `the new leader first gives the old one's checkpoints their Migrations: ${made[0]} of ${first}`);
   const second = admittedIn(await getTask(nsC, 'crash'));
   assert.ok(first.every((id) => second.includes(id)) && second.length <= BUDGET, `the checkpoints stand and nothing passes the budget: ${second}`);
 
