@@ -111,6 +111,8 @@ export class TaskReconciler implements Reconciler {
   /** This reconciler's handoff: what it remembers lives and dies with this reconciler. */
   private readonly handoff = new Handoff();
   private fx: TaskEffects | undefined;
+  /** The platform's transfer budget (task/admission.ts); its metrics are on the registry from the start. */
+  private readonly budget: TransferAdmission;
 
   constructor(cfg: ControllerConfig, o: TaskReconcilerOptions = {}) {
     this.cfg = cfg;
@@ -118,6 +120,7 @@ export class TaskReconciler implements Reconciler {
     this.stallAfterMs = o.stallAfterMs ?? (cfg.taskStallAfterSeconds ? cfg.taskStallAfterSeconds * 1000 : DEFAULT_STALL_AFTER_MS);
     this.resyncMs = o.resyncMs ?? DEFAULT_RESYNC_MS;
     this.metrics = new TaskMetrics(o.registry ?? new Registry());
+    this.budget = new TransferAdmission({ enabled: cfg.transferBudget ?? true, maxDisksPerHost: cfg.transferMaxDisksPerHost || 10, ...(cfg.transferMaxDisksPerTenant ? { maxDisksPerTenant: cfg.transferMaxDisksPerTenant } : {}) }, { registry: o.registry });
   }
 
   readonly watches: Watch[] = [
@@ -154,7 +157,7 @@ export class TaskReconciler implements Reconciler {
       mem: this.mem,
       metrics: this.metrics,
       handoff: this.handoff,
-      budget: new TransferAdmission({ enabled: this.cfg.transferBudget ?? true, maxDisksPerHost: this.cfg.transferMaxDisksPerHost || 10, ...(this.cfg.transferMaxDisksPerTenant ? { maxDisksPerTenant: this.cfg.transferMaxDisksPerTenant } : {}) }, { registry: this.o.registry }),
+      budget: this.budget,
     });
     // From the informer cache, never behind our own last write (status, finalizer); a private copy,
     // because the reconcile edits it as it goes.
@@ -312,7 +315,7 @@ export class TaskReconciler implements Reconciler {
 
 
   memory(): Record<string, number> {
-    return { ...this.mem.sizes(), ...this.handoff.memory(), ...(this.fx?.budget?.sizes() ?? {}) };
+    return { ...this.mem.sizes(), ...this.handoff.memory(), ...this.budget.sizes() };
   }
 }
 
