@@ -80,6 +80,15 @@ export interface ControllerConfig {
    * (src/cozystack/coexistence.ts).
    */
   takeOver: boolean;
+  /**
+   * The platform's transfer budget (docs/operations.md, "Transfer budget"; src/controllers/budget/): off,
+   * every ready VM gets its Migration at once and only Forklift's per-Provider limit applies.
+   */
+  transferBudget: boolean;
+  /** Disks in transfer at once per ESXi host, over every tenant's tasks that import from its vCenter. */
+  transferMaxDisksPerHost: number;
+  /** Of one host's budget, the disks one tenant (namespace) may hold; 0 = no cap beyond the host's. */
+  transferMaxDisksPerTenant: number;
 }
 
 export const DEFAULT_FORKLIFT_NAMESPACE = 'cozy-forklift';
@@ -95,6 +104,18 @@ export const DEFAULT_CONTROLLER_NAMESPACE = 'cozy-migration-controller';
  */
 export const DEFAULT_KUBE_API_QPS = 50;
 export const DEFAULT_KUBE_API_BURST = 100;
+/**
+ * Disks in transfer per ESXi host across the platform: half of Forklift's MAX_VM_INFLIGHT (20) and about a
+ * fifth of the 48 NFC streams an ESXi host serves by default (src/controllers/budget/budget.ts), leaving the
+ * rest to backups and vSphere's own copies so that an import never makes them fail to open a disk.
+ */
+export const DEFAULT_TRANSFER_MAX_DISKS_PER_HOST = 10;
+/**
+ * The most the flag takes: past what any ESXi host's NFC service serves even with its buffers raised
+ * (48 streams by default), a budget no longer protects anything and is a typo.
+ */
+export const MAX_TRANSFER_DISKS_PER_HOST = 1000;
+
 /** Ten minutes without progress: longer than Forklift's slowest quiet phase (a warm migration's wait between precopies). */
 export const DEFAULT_TASK_STALL_AFTER_SECONDS = 600;
 
@@ -146,6 +167,9 @@ export const KNOBS: readonly Knob[] = [
   { flag: 'task-stall-after-seconds', type: 'string', env: 'MC_TASK_STALL_AFTER_SECONDS', default: String(DEFAULT_TASK_STALL_AFTER_SECONDS), help: 'a transfer without progress this long is reported Stalled' },
   { flag: 'take-over', type: 'boolean', env: 'TAKE_OVER', default: 'false', help: "start although Cozystack's own controller served these kinds (its finalizer on tasks, its CRDs), and take its tasks over; never while its Lease is renewed" },
   { flag: 'guest-conversion', type: 'boolean', env: 'GUEST_CONVERSION_ENABLED', default: 'false', help: 'allow tasks with spec.guestConversion (the nodes carry the seccomp profile libguestfs/passt needs)' },
+  { flag: 'transfer-budget', type: 'boolean', env: 'TRANSFER_BUDGET', default: 'true', help: "the platform's per-ESXi-host transfer budget (false: every ready VM starts at once, Forklift's per-Provider limit alone)" },
+  { flag: 'transfer-max-disks-per-host', type: 'string', env: 'TRANSFER_MAX_DISKS_PER_HOST', default: String(DEFAULT_TRANSFER_MAX_DISKS_PER_HOST), help: 'disks in transfer at once per ESXi host, every tenant together (an ESXi host serves 48 NFC streams by default)' },
+  { flag: 'transfer-max-disks-per-tenant', type: 'string', env: 'TRANSFER_MAX_DISKS_PER_TENANT', default: '0 (no cap)', help: "of one host's budget, the disks one namespace may hold" },
 ];
 
 export const USAGE = `migration-controller [flags]   (each flag also reads the environment variable named; the flag wins)\n${KNOBS.map((k) => {
@@ -259,6 +283,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
   const stallRaw = get('task-stall-after-seconds');
   // At least a second: a stall bound of 0 would report every VM Stalled between two progress writes.
   const taskStallAfterSeconds = stallRaw === undefined || stallRaw === '' ? DEFAULT_TASK_STALL_AFTER_SECONDS : parseInteger(stallRaw, 'task-stall-after-seconds', 1, 7 * 24 * 3600, 'a number of seconds');
+  const perHostRaw = get('transfer-max-disks-per-host');
+  const transferMaxDisksPerHost = perHostRaw === undefined || perHostRaw === '' ? DEFAULT_TRANSFER_MAX_DISKS_PER_HOST : parseInteger(perHostRaw, 'transfer-max-disks-per-host', 1, MAX_TRANSFER_DISKS_PER_HOST, 'a number of disks');
+  const perTenantRaw = get('transfer-max-disks-per-tenant');
+  const transferMaxDisksPerTenant = perTenantRaw === undefined || perTenantRaw === '' ? 0 : parseInteger(perTenantRaw, 'transfer-max-disks-per-tenant', 0, MAX_TRANSFER_DISKS_PER_HOST, 'a number of disks');
   return {
     kubeconfig,
     namespace: get('namespace') ?? '',
@@ -292,6 +320,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): ControllerC
     taskStallAfterSeconds,
     guestConversion: bool('guest-conversion', false),
     takeOver: bool('take-over', false),
+    transferBudget: bool('transfer-budget', true),
+    transferMaxDisksPerHost,
+    transferMaxDisksPerTenant,
   };
 }
 

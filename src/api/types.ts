@@ -267,11 +267,14 @@ export interface VMImportTaskSpec {
   preserveStaticIPs?: boolean;
 }
 
-export const TASK_PHASES = ['Pending', 'Validating', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;
+export const TASK_PHASES = ['Pending', 'Validating', 'Queued', 'Transferring', 'Creating', 'Succeeded', 'Failed'] as const;
 export type TaskPhase = (typeof TASK_PHASES)[number];
 
-/** Precopying and CuttingOver are a warm import's Transferring (a cold import never shows them). */
-export const VM_PHASES = ['Pending', 'Validating', 'Transferring', 'Precopying', 'CuttingOver', 'Creating', 'Succeeded', 'Failed'] as const;
+/**
+ * Precopying and CuttingOver are a warm import's Transferring (a cold import never shows them). Queued: the
+ * VM's Plan is ready and it waits for a transfer slot on its ESXi host (the platform's transfer budget).
+ */
+export const VM_PHASES = ['Pending', 'Validating', 'Queued', 'Transferring', 'Precopying', 'CuttingOver', 'Creating', 'Succeeded', 'Failed'] as const;
 export type VMPhase = (typeof VM_PHASES)[number];
 
 export interface DiskStatus {
@@ -334,6 +337,42 @@ export interface VMStatus {
   };
   /** What of the source VM's shape its VMInstance carries on this platform (docs/conversion.md). */
   shape?: ShapeStatus;
+  /**
+   * The VM's place under the platform's transfer budget (docs/operations.md, "Transfer budget"): the ESXi
+   * host whose NFC service serves its disks, and its admission. `admittedAt` is the checkpoint written
+   * before the VM's Migration is created; while it is absent the VM is Queued.
+   */
+  transferSlot?: TransferSlot;
+}
+
+/** Where a VM's disk transfer runs, and whether it holds its slots there. */
+export interface TransferSlot {
+  /** The vCenter's instance UUID from Forklift's inventory (its provider's `instanceUuid`), not its URL. */
+  vcenter: string;
+  /** The inventory id of the ESXi host (host-N) that serves the VM's disks. */
+  host: string;
+  /** The host's name as the inventory gives it. */
+  hostName?: string;
+  /** Disks the transfer opens on the host (one NFC connection each). */
+  disks: number;
+  /** Each disk's capacity in bytes, for the task's ETA while the VM waits. */
+  diskBytes?: number[];
+  /** RFC 3339: when the VM began to wait for its slot. */
+  queuedAt?: string;
+  /** RFC 3339: when the VM was admitted to its slots (the checkpoint written before its Migration exists). */
+  admittedAt?: string;
+}
+
+/** The task's transfer as a whole: bytes, rate and an ETA that covers its queued VMs. */
+export interface TaskTransferStatus {
+  bytesDone: number;
+  bytesTotal: number;
+  /** The task's transfers' rate now. */
+  bytesPerSecond: number;
+  /** Seconds until the task's last VM is copied, queued VMs included; absent while no rate is known. */
+  etaSeconds?: number;
+  /** The ETA in words (`1h20m`, printer column ETA). */
+  eta?: string;
 }
 
 /** One NIC of the source VM: its MAC there and on the VMInstance. */
@@ -370,6 +409,8 @@ export interface VMImportTaskStatus {
   storageClass?: string;
   /** Aggregate progress 0–100 (printer column). */
   progress?: number;
+  /** Bytes done and total, the rate now and the whole task's ETA (printer column ETA). */
+  transfer?: TaskTransferStatus;
   /**
    * The volumes the task keeps on Retain for its failed VMs: deleting the task releases them under their
    * class's reclaim policy (unless annotated keep-volumes).

@@ -1,5 +1,6 @@
 // The HTTPS servers of the simulator: Forklift's inventory service and the admission webhook that plays the
 // create-time checks of Cozystack's aggregated API (name limits) and of CDI (claim adoption).
+import { createHash } from 'node:crypto';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -137,7 +138,9 @@ export class Inventory {
     if (!fk!.inventoryLoaded(p)) return json(res, 206, m[2] && !m[3] ? [] : {});
     const allowed = await this.authorize(req, p);
     if (allowed !== 200) return json(res, allowed, { error: allowed === 401 ? 'Unauthorized' : 'Forbidden' });
-    if (!m[2]) return json(res, 200, { uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace, type: 'vsphere', object: p });
+    // web/vsphere/provider.go Provider (v2.11.5): the vCenter's About — instanceUuid, apiVersion, product —
+    // beside the Provider: one vCenter, one instanceUuid, whichever Provider (and URL spelling) asks.
+    if (!m[2]) return json(res, 200, { uid: p.metadata.uid, name: p.metadata.name, namespace: p.metadata.namespace, type: 'vsphere', object: p, apiVersion: '8.0.3', product: 'VMware VirtualCenter Server', instanceUuid: vcenterInstanceUuid(world) });
     const all = collection(world, m[2]);
     if (m[3]) {
       const one = all.find((x) => x.id === m[3]);
@@ -145,6 +148,11 @@ export class Inventory {
     }
     return json(res, 200, detail ? all : all.map((x) => ({ id: x.id, parent: x.parent, path: x.path, revision: x.revision, name: x.name, selfLink: x.selfLink })));
   }
+}
+
+/** A simulated vCenter's instance UUID (about.instanceUuid): fixed by its world, not by a Provider's URL. */
+export function vcenterInstanceUuid(world: World): string {
+  return createHash('sha256').update(`vcenter:${world.fixture.datacenter}:${world.fixture.hosts.map((h) => h.id).join(',')}:${world.url.toLowerCase()}`).digest('hex').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12}).*/, '$1-$2-$3-$4-$5');
 }
 
 type Item = { id: string; name: string; path: string; parent: unknown; revision: number; selfLink: string; [k: string]: unknown };

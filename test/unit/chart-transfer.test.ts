@@ -12,6 +12,7 @@ import { Registry } from 'prom-client';
 import YAML from 'yaml';
 import { BudgetMetrics } from '../../src/controllers/budget/metrics.ts';
 import { NFC_STREAMS_PER_HOST } from '../../src/controllers/budget/budget.ts';
+import { parseConfig } from '../../src/config.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CHART = join(ROOT, 'charts/migration-controller');
@@ -68,4 +69,15 @@ test('the schema keeps the budget within an ESXi host’s NFC streams and refuse
     assert.notEqual(r.code, 0, `accepted transfer: ${JSON.stringify(bad)}`);
     assert.match(r.stderr, /transfer/);
   }
+});
+
+test('the chart’s transfer values reach the controller as its flags: the budget, the per-host and the per-tenant caps, and the baseline with the budget off', () => {
+  const cfgOf = (values: object): ReturnType<typeof parseConfig> => {
+    const dep = helm(values, []).objs.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: Array<{ args: string[] }> } } } };
+    return parseConfig(dep.spec.template.spec.containers[0]!.args, { KUBERNETES_SERVICE_HOST: '10.96.0.1', POD_NAMESPACE: NS });
+  };
+  const d = cfgOf({});
+  assert.deepEqual([d.transferBudget, d.transferMaxDisksPerHost, d.transferMaxDisksPerTenant], [true, 10, 0]);
+  const set = cfgOf({ transfer: { budget: false, maxDisksPerHost: 16, maxDisksPerTenant: 4 } });
+  assert.deepEqual([set.transferBudget, set.transferMaxDisksPerHost, set.transferMaxDisksPerTenant], [false, 16, 4]);
 });

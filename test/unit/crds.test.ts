@@ -153,11 +153,11 @@ test('kubectl get vmisrc shows Type, URL, Ready, Reason, the VMs per readiness v
   );
 });
 
-test('kubectl get vmit shows Source, Mode, Phase, Progress, Ready and Age, and -o wide the precopies and downtime per VM, the cutover time and the message', () => {
+test('kubectl get vmit shows Source, Mode, Phase, Progress, the whole task’s ETA, Ready and Age, and -o wide the precopies and downtime per VM, the cutover time and the message', () => {
   const cols = TASK.spec.versions[0]!.additionalPrinterColumns!;
   assert.deepEqual(
     cols.filter((c) => !c.priority).map((c) => [c.name, c.jsonPath]),
-    [['Source', '.spec.sourceRef.name'], ['Mode', '.spec.mode'], ['Phase', '.status.phase'], ['Progress', '.status.progress'], ['Ready', `${READY}.status`], ['Age', '.metadata.creationTimestamp']],
+    [['Source', '.spec.sourceRef.name'], ['Mode', '.spec.mode'], ['Phase', '.status.phase'], ['Progress', '.status.progress'], ['ETA', '.status.transfer.eta'], ['Ready', `${READY}.status`], ['Age', '.metadata.creationTimestamp']],
   );
   assert.deepEqual(
     cols.filter((c) => c.priority).map((c) => [c.name, c.jsonPath]),

@@ -6,11 +6,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Metrics, METRIC_PREFIX } from '../../src/telemetry/metrics.ts';
 import { TaskMetrics } from '../../src/controllers/task/metrics.ts';
+import { BudgetMetrics } from '../../src/controllers/budget/metrics.ts';
 import { REPO_ROOT } from '../../scripts/demo/tools.ts';
 
 test('docs/metrics.md lists every metric the controller registers, with its type and labels', () => {
   const m = new Metrics();
   new TaskMetrics(m.registry);
+  new BudgetMetrics(m.registry);
   const served = new Map<string, { type: string; labels: string[] }>();
   for (const x of m.registry.getMetricsAsArray()) {
     const { name, type, labelNames } = x as unknown as { name: string; type: string; labelNames?: string[] };

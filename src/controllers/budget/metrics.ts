@@ -21,14 +21,16 @@ export class BudgetMetrics {
   constructor(registry: Registry) {
     const registers = [registry];
     const labelNames = ['vcenter', 'host'] as const;
-    this.queueLength = new Gauge({ name: metricName('transfer_queue_vms'), help: 'VMs waiting for a transfer slot on the ESXi host (Queued).', labelNames, registers });
-    this.queuedDisks = new Gauge({ name: metricName('transfer_queue_disks'), help: 'Disks of the VMs waiting for a transfer slot on the ESXi host.', labelNames, registers });
-    this.oldestWait = new Gauge({ name: metricName('transfer_queue_oldest_wait_seconds'), help: 'How long the VM queued longest on the ESXi host has waited so far (0 with no queue).', labelNames, registers });
+    // A second budget on the same registry (a reconciler restarted in process) shares the series.
+    const existing = <T>(name: string): T | undefined => registry.getSingleMetric(metricName(name)) as T | undefined;
+    this.queueLength = existing<Gauge<HostLabels>>('transfer_queue_vms') ?? new Gauge({ name: metricName('transfer_queue_vms'), help: 'VMs waiting for a transfer slot on the ESXi host (Queued).', labelNames, registers });
+    this.queuedDisks = existing<Gauge<HostLabels>>('transfer_queue_disks') ?? new Gauge({ name: metricName('transfer_queue_disks'), help: 'Disks of the VMs waiting for a transfer slot on the ESXi host.', labelNames, registers });
+    this.oldestWait = existing<Gauge<HostLabels>>('transfer_queue_oldest_wait_seconds') ?? new Gauge({ name: metricName('transfer_queue_oldest_wait_seconds'), help: 'How long the VM queued longest on the ESXi host has waited so far (0 with no queue).', labelNames, registers });
     // A wait lasts from nothing (a free slot) to hours (a campaign's tail behind a full host).
     const buckets = [1, 10, 30, 60, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400];
-    this.waitSeconds = new Histogram({ name: metricName('transfer_queue_wait_seconds'), help: 'Time a VM waited between Queued and its admission to a transfer slot.', labelNames, buckets, registers });
-    this.slotsInUse = new Gauge({ name: metricName('transfer_slots_in_use'), help: 'Disk transfer slots held on the ESXi host, every tenant together.', labelNames, registers });
-    this.slotsBudget = new Gauge({ name: metricName('transfer_slots_budget'), help: 'The platform budget of disk transfer slots per ESXi host (transfer.maxDisksPerHost); absent when the budget is off.', labelNames, registers });
+    this.waitSeconds = existing<Histogram<HostLabels>>('transfer_queue_wait_seconds') ?? new Histogram({ name: metricName('transfer_queue_wait_seconds'), help: 'Time a VM waited between Queued and its admission to a transfer slot.', labelNames, buckets, registers });
+    this.slotsInUse = existing<Gauge<HostLabels>>('transfer_slots_in_use') ?? new Gauge({ name: metricName('transfer_slots_in_use'), help: 'Disk transfer slots held on the ESXi host, every tenant together.', labelNames, registers });
+    this.slotsBudget = existing<Gauge<HostLabels>>('transfer_slots_budget') ?? new Gauge({ name: metricName('transfer_slots_budget'), help: 'The platform budget of disk transfer slots per ESXi host (transfer.maxDisksPerHost); absent when the budget is off.', labelNames, registers });
   }
 
   /**

@@ -8,7 +8,7 @@ import { TaskReason } from '../../api/conditions.ts';
 import type { VMStatus } from '../../api/types.ts';
 import type { VMMigration } from '../../forklift/migration.ts';
 import type { ForkliftCondition } from '../../forklift/plan.ts';
-import { nextVMAction, statusBeforeAction, taskGate, type VMAction, type VMObservation } from './decide.ts';
+import { REASON_QUEUED, nextVMAction, statusBeforeAction, taskGate, type VMAction, type VMObservation } from './decide.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
 
@@ -437,4 +437,33 @@ test('a warm VM waiting hours between precopies is never called stalled', () => 
   assert.equal(a.type, 'report');
   assert.equal(a.status.phase, 'Precopying');
   assert.equal(a.status.bytesDone, TOTAL);
+});
+
+test('a VM whose Plan is ready waits Queued, with the budget’s sentence, while the budget has no slot for it: no Migration, no start, no stall clock', () => {
+  const w = { ...fresh('succeed'), plan: 'ready' as const };
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Validating', plan: 'plan-1' };
+  const message = 'Waiting for 1 disk of transfer slots on ESXi host esx1, which transfers 2 disks of its budget of 2: 0 disks ahead of it in this namespace, 3 disks in total.';
+  const a = nextVMAction({ ...observe(w, status, 1), slot: { admitted: false, message } });
+  assert.equal(a.type, 'report');
+  assert.equal(a.status.phase, 'Queued');
+  assert.equal(a.status.reason, REASON_QUEUED);
+  assert.equal(a.status.message, message);
+  assert.equal(a.status.timestamps?.started, undefined, 'a queued VM has not started');
+  assert.notEqual(a.status.reason, TaskReason.Stalled);
+});
+
+test('an admitted VM gets its Migration, as does every VM when there is no budget; a Plan not ready keeps an admitted VM Validating', () => {
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Queued', plan: 'plan-1' };
+  const ready = observe({ ...fresh('succeed'), plan: 'ready' }, status);
+  assert.equal(nextVMAction({ ...ready, slot: { admitted: true } }).type, 'create-migration');
+  assert.equal(nextVMAction(ready).type, 'create-migration');
+  const validating = nextVMAction({ ...observe({ ...fresh('succeed'), plan: 'validating' }, status), slot: { admitted: false, message: 'x' } });
+  assert.equal(validating.status.phase, 'Validating');
+});
+
+test('a Queued VM whose Migration exists (created by a leader that died before its status write) is past the queue: its run is read as any other', () => {
+  const status: VMStatus = { id: 'vm-1', name: 'web', phase: 'Queued', plan: 'plan-1', transferSlot: { vcenter: 'vc', host: 'host-1', disks: 1, admittedAt: isoAt(T0) } };
+  const a = nextVMAction({ ...observe({ ...fresh('succeed'), plan: 'ready', migration: true, stage: 'copying', copied: TOTAL / 4 }, status), slot: { admitted: false, message: 'x' } });
+  assert.equal(a.status.phase, 'Transferring');
+  assert.ok(a.status.timestamps?.started);
 });

@@ -9,7 +9,8 @@
 //   no Migration, started .............................................. fail Canceled (Migration deleted)
 //   no Migration, Plan has hard blockers ............................... fail (blockers translated)
 //   no Migration, Plan not Ready ....................................... report Validating
-//   no Migration, Plan Ready ........................................... create-migration
+//   no Migration, Plan Ready, the budget keeps it waiting .............. report Queued (host, disks ahead)
+//   no Migration, Plan Ready (admitted, or no budget) .................. create-migration
 //   Migration, no run for the VM, hard Migration conditions ............ fail (conditions translated)
 //   Migration, no run for the VM ....................................... report Transferring (waiting)
 //   warm run precopying, task's cutover newer than the Migration's ..... set-cutover
@@ -36,6 +37,16 @@ import { isTerminalPhase } from './status.ts';
  * before the Plan and validate asynchronously. Anything else Critical/Error fails the VM.
  */
 export const TRANSIENT_BLOCKERS: ReadonlySet<string> = new Set(['NetworkMapNotReady', 'StorageMapNotReady', 'SourceProviderNotReady', 'DestinationProviderNotReady', 'ProviderNotReady', 'ValidatingVDDK']);
+
+/** The reason of a VM waiting for a transfer slot under the platform's budget (phase Queued). */
+export const REASON_QUEUED = 'Queued';
+
+/**
+ * The platform's transfer budget on one VM whose Migration does not exist yet (task/admission.ts): admitted
+ * (its checkpoint is recorded in status.vms[].transferSlot.admittedAt), or waiting with the sentence its
+ * status carries (the host and the disks ahead of it, never another tenant's names).
+ */
+export type SlotVerdict = { admitted: true } | { admitted: false; message: string };
 
 /** Itinerary phases reached only once every disk is copied: CreateVM, PostHook, Completed. */
 const PHASES_AFTER_COPY: ReadonlySet<string> = new Set(['CreateVM', 'PostHook', 'Completed']);
@@ -81,6 +92,8 @@ export interface VMObservation {
   dataVolumeIdleMs?: number;
   /** Before any bytes are reported: how long since the run started without progress. */
   idleBeforeBytesMs?: number;
+  /** The transfer budget's verdict before the Migration exists; absent: no budget (the Migration is created once the Plan is Ready). */
+  slot?: SlotVerdict;
   /** Once Forklift says Succeeded: what it produced and whether the handoff had begun on it. */
   outputs?: { handoffStarted: boolean; succeededWithoutOutput: boolean; /** transfer claims still Pending */ pendingClaims?: string[] };
 }
@@ -258,6 +271,8 @@ export function nextVMAction(o: VMObservation): VMAction {
       const waiting = o.plan.verdict.blockers.filter((c) => TRANSIENT_BLOCKERS.has(c.type)).map(describeCondition);
       return { type: 'report', status: { ...v, phase: 'Validating', reason: TaskReason.Validating, message: `Forklift is validating the plan${waiting.length ? `: ${waiting.join('; ')}` : ''}` } };
     }
+    // Queued is not Stalled: nothing started, no stall clock runs, and no Migration exists to cancel.
+    if (o.slot && !o.slot.admitted) return { type: 'report', status: { ...v, phase: 'Queued', reason: REASON_QUEUED, message: o.slot.message } };
     ts.started = iso(now);
     return { type: 'create-migration', status: { ...v, phase: 'Transferring', reason: TaskReason.Transferring, message: 'migration started' } };
   }

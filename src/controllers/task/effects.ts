@@ -22,6 +22,8 @@ import type { Handoff } from '../handoff/index.ts';
 import { desiredReclaimPolicy } from '../handoff/plan.ts';
 import { notBefore, type VMAction } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
+import type { TransferAdmission } from './admission.ts';
+import { admissionHooks } from './admission-hooks.ts';
 import type { TaskMetrics } from './metrics.ts';
 import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, getCached, listOptional, taskKey, type VMObjects } from './observe.ts';
 import { advertisedAddress, failVM, hostDescription, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
@@ -37,6 +39,8 @@ export interface TaskEffects {
   mem: TaskMemory;
   metrics: TaskMetrics;
   handoff: Handoff;
+  /** The platform's transfer budget (task/admission.ts): its checkpoints and the whole task's ETA. */
+  budget?: TransferAdmission;
 }
 
 /** The service-CIDR source of a controller: the probe runs only in its own namespace. */
@@ -101,6 +105,7 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
       const drift = planDrift(rendered, i.objects.plan);
       if (drift.length) return { status: failVM(a.status, TaskReason.PlanNotValid, planDriftMessage(drift, rendered, i.objects.plan)) };
       await createIfAbsent(ctx, fx.mem, GVRs.Migration, renderMigration(task, a.status.id, i.objects.plan!));
+      admissionHooks.afterMigrationCreate?.(task.metadata.uid ?? '', a.status.id);
       return { status: a.status };
     }
     case 'fail-diagnosed': {
@@ -145,11 +150,12 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
 }
 
 /** Writes the task's derived status; Events and metrics on VM transitions after the write succeeded. */
-export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem' | 'metrics'>, task: VMImportTask & KubeObject, vms: VMStatus[], extra: { waiting?: { reason: string; message: string }; storageClass?: string }): Promise<VMImportTaskStatus> {
+export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem' | 'metrics' | 'budget'>, task: VMImportTask & KubeObject, vms: VMStatus[], extra: { waiting?: { reason: string; message: string }; storageClass?: string }): Promise<VMImportTaskStatus> {
   const now = ctx.now();
   const { metrics } = fx;
   const prevVMs = task.status?.vms ?? [];
-  const next = deriveTaskStatus({ prev: task.status, vms, generation: task.metadata.generation, now, waiting: extra.waiting, storageClass: extra.storageClass });
+  const etaSeconds = fx.budget?.etaSeconds(task.metadata.uid, now.getTime());
+  const next = deriveTaskStatus({ prev: task.status, vms, generation: task.metadata.generation, now, waiting: extra.waiting, storageClass: extra.storageClass, ...(etaSeconds !== undefined ? { etaSeconds } : {}) });
   // On the version read: the task's conditions are written whole, and the manager's Degraded among them
   // must not come back from a read older than its clearing.
   const over = task.metadata.resourceVersion;

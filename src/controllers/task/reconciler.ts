@@ -29,6 +29,7 @@ import { retireEndedPlans } from './retire.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
 import { keepTaskObject } from './retention.ts';
+import { TransferAdmission, queuedOnSameHost } from './admission.ts';
 
 export interface TaskReconcilerOptions {
   /** Inventory client (tests inject one; default: Forklift's inventory service from the config). */
@@ -130,6 +131,8 @@ export class TaskReconciler implements Reconciler {
   /** This reconciler's handoff: what it remembers lives and dies with this reconciler. */
   private readonly handoff = new Handoff();
   private fx: TaskEffects | undefined;
+  /** The platform's transfer budget (task/admission.ts); its metrics are on the registry from the start. */
+  private readonly budget: TransferAdmission;
 
   constructor(cfg: ControllerConfig, o: TaskReconcilerOptions = {}) {
     this.cfg = cfg;
@@ -137,13 +140,15 @@ export class TaskReconciler implements Reconciler {
     this.stallAfterMs = o.stallAfterMs ?? (cfg.taskStallAfterSeconds ? cfg.taskStallAfterSeconds * 1000 : DEFAULT_STALL_AFTER_MS);
     this.resyncMs = o.resyncMs ?? DEFAULT_RESYNC_MS;
     this.metrics = new TaskMetrics(o.registry ?? new Registry());
+    this.budget = new TransferAdmission({ enabled: cfg.transferBudget ?? true, maxDisksPerHost: cfg.transferMaxDisksPerHost || 10, ...(cfg.transferMaxDisksPerTenant ? { maxDisksPerTenant: cfg.transferMaxDisksPerTenant } : {}) }, { registry: o.registry });
   }
 
   readonly watches: Watch[] = [
     { gvr: GVRs.VMImportSource, map: bySource },
     // Held only while their task runs (retention.ts): a kept, ended task reads none of them again.
     { gvr: GVRs.Plan, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
-    { gvr: GVRs.Migration, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
+    // A Migration that freed transfer slots also wakes the tasks Queued on its host (task/admission.ts).
+    { gvr: GVRs.Migration, map: (o, c) => [...byTaskLabel(o), ...queuedOnSameHost(o, (c(GVRs.VMImportTask)?.list() ?? []) as Array<VMImportTask & KubeObject>, LABEL_TASK)], labelSelector: ourSelector, keep: keepTaskObjects },
     // Watched so that the task reads its maps from a cache (they change a handful of times).
     { gvr: GVRs.NetworkMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
     { gvr: GVRs.StorageMap, map: byTaskLabel, labelSelector: ourSelector, keep: keepTaskObjects },
@@ -172,6 +177,7 @@ export class TaskReconciler implements Reconciler {
       mem: this.mem,
       metrics: this.metrics,
       handoff: this.handoff,
+      budget: this.budget,
     });
     // From the informer cache, never behind our own last write (status, finalizer); a private copy,
     // because the reconcile edits it as it goes.
@@ -288,6 +294,10 @@ export class TaskReconciler implements Reconciler {
       }
     }
 
+    // 4b. the platform's transfer budget: places and admission checkpoints recorded before any Migration (task/admission.ts)
+    const slots = await fx.budget!.pass(ctx, task, vms, source, { inventory: fx.inventory, record: async (v) => void (task.status = await writeStatus(ctx, fx, task, v, { storageClass })) });
+    vms = slots.vms;
+
     // 5. per VM: observe → decide → act (Plan → Migration → progress → handoff). Every VM is observed and
     // decided from the caches first, and what that alone changed is written at once; the actions that
     // write then run a few at a time (board.ts), each result on the board as it comes.
@@ -302,7 +312,7 @@ export class TaskReconciler implements Reconciler {
     await boundedPool(open, OBSERVE_IN_FLIGHT, async (k) => {
       const v = vms[k]!;
       const seen = await observeVM(ctx, this.mem, task, v, { now, stallAfterMs: this.stallAfterMs, migrationName: migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id) });
-      const action = nextVMAction(seen.observation);
+      const action = nextVMAction({ ...seen.observation, slot: slots.slots.get(v.id) });
       // A decision that writes nothing is its own result; one that writes shows what was observed now,
       // and its own effect once its write succeeded.
       board.set(k, writesNothing(action) ? action.status : statusBeforeAction(action, v));
@@ -354,7 +364,7 @@ export class TaskReconciler implements Reconciler {
 
 
   memory(): Record<string, number> {
-    return { ...this.mem.sizes(), ...this.handoff.memory() };
+    return { ...this.mem.sizes(), ...this.handoff.memory(), ...this.budget.sizes() };
   }
 }
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { VMStatus } from '../../api/types.ts';
-import { aggregatePhase, aggregateProgress, backfillFinished, deriveTaskStatus } from './status.ts';
+import { aggregatePhase, aggregateProgress, backfillFinished, deriveTaskStatus, formatETA, taskTransfer } from './status.ts';
 
 const now = new Date('2026-01-01T01:00:00Z');
 const vm = (id: string, phase: VMStatus['phase'], extra: Partial<VMStatus> = {}): VMStatus => ({ id, name: id, phase, ...extra });
@@ -129,4 +129,28 @@ test('a warm VM precopying or cutting over is the task’s Transferring, behind 
   assert.equal(aggregatePhase([vm('a', 'Precopying'), vm('b', 'Creating')]), 'Transferring');
   assert.equal(aggregatePhase([vm('a', 'CuttingOver'), vm('b', 'Succeeded')]), 'Transferring');
   assert.equal(aggregatePhase([vm('a', 'CuttingOver'), vm('b', 'Validating')]), 'Validating');
+});
+
+test('a task whose least advanced VM waits for a transfer slot is Queued, behind one validating and ahead of one transferring', () => {
+  assert.equal(aggregatePhase([vm('a', 'Queued'), vm('b', 'Transferring')]), 'Queued');
+  assert.equal(aggregatePhase([vm('a', 'Queued'), vm('b', 'Validating')]), 'Validating');
+  const st = deriveTaskStatus({ prev: undefined, vms: [{ ...vm('a', 'Queued'), reason: 'Queued', message: 'Waiting for 1 disk of transfer slots on ESXi host esx1' }], generation: 1, now: new Date('2026-01-01T00:00:00Z') });
+  assert.equal(st.conditions?.find((c) => c.type === 'Ready')?.reason, 'Queued');
+  assert.match(st.message ?? '', /Waiting for 1 disk of transfer slots on ESXi host esx1/);
+});
+
+test('the task’s transfer sums bytes over its VMs, queued ones by their disks’ capacities, leaves failed ones out, and carries the ETA in seconds and in words', () => {
+  const G = 1024 ** 3;
+  const vms: VMStatus[] = [
+    { id: 'a', name: 'a', phase: 'Transferring', bytesTotal: 10 * G, bytesDone: 4 * G, bytesPerSecond: 100e6 },
+    { id: 'b', name: 'b', phase: 'Queued', transferSlot: { vcenter: 'vc', host: 'host-1', disks: 2, diskBytes: [3 * G, 7 * G] } },
+    { id: 'c', name: 'c', phase: 'Succeeded', bytesTotal: 5 * G, bytesDone: 5 * G },
+    { id: 'd', name: 'd', phase: 'Failed', bytesTotal: 50 * G, bytesDone: 1 * G },
+  ];
+  assert.deepEqual(taskTransfer(vms, 4000), { bytesDone: 9 * G, bytesTotal: 25 * G, bytesPerSecond: 100e6, etaSeconds: 4000, eta: '1h7m' });
+  assert.equal(taskTransfer(vms, undefined)?.etaSeconds, undefined, 'no rate measured: no ETA invented');
+  const st = deriveTaskStatus({ prev: undefined, vms, generation: 1, now: new Date('2026-01-01T00:00:00Z'), etaSeconds: 90 });
+  assert.equal(st.transfer?.eta, '2m');
+  assert.equal(taskTransfer([{ id: 'c', name: 'c', phase: 'Creating', bytesTotal: G, bytesDone: G, timestamps: { transferred: '2026-01-01T00:00:00Z' } }], undefined)?.etaSeconds, 0);
+  assert.deepEqual([formatETA(45), formatETA(720), formatETA(3600), formatETA(50 * 3600)], ['45s', '12m', '1h', '2d2h']);
 });

@@ -1,6 +1,6 @@
 // Pure derivation of a VMImportTask's phase, conditions and aggregate progress from its per-VM states.
 import { CONDITION_FINISHED, CONDITION_READY, CONDITION_TRANSFERRED, CONDITION_VALIDATED, REASON_IN_PROGRESS, TaskReason } from '../../api/conditions.ts';
-import type { HeldVolume, TaskPhase, VMImportTaskStatus, VMPhase, VMStatus } from '../../api/types.ts';
+import type { HeldVolume, TaskPhase, TaskTransferStatus, VMImportTaskStatus, VMPhase, VMStatus } from '../../api/types.ts';
 import { setCondition } from '../../runtime/status.ts';
 
 /** Reasons for the True side of Validated/Transferred (not failure reasons, so not in TaskReason). */
@@ -8,7 +8,7 @@ export const REASON_PREFLIGHT_PASSED = 'PreflightPassed';
 export const REASON_TRANSFERRED = 'Transferred';
 
 
-const ORDER: VMPhase[] = ['Pending', 'Validating', 'Transferring', 'Precopying', 'CuttingOver', 'Creating', 'Succeeded', 'Failed'];
+const ORDER: VMPhase[] = ['Pending', 'Validating', 'Queued', 'Transferring', 'Precopying', 'CuttingOver', 'Creating', 'Succeeded', 'Failed'];
 
 export function isTerminalPhase(p: string | undefined): boolean {
   return p === 'Succeeded' || p === 'Failed';
@@ -47,6 +47,45 @@ export function aggregateProgress(vms: VMStatus[]): number {
     return round(done / total);
   }
   return round(vms.reduce((a, v) => a + fraction(v), 0) / vms.length);
+}
+
+/** A VM's bytes to copy: its transfer's total once Forklift reports it, else its disks' capacities (a queued VM). */
+export function vmBytesTotal(v: VMStatus): number {
+  if (v.bytesTotal && v.bytesTotal > 0) return v.bytesTotal;
+  return (v.transferSlot?.diskBytes ?? []).reduce((a, b) => a + Math.max(0, b), 0);
+}
+
+/** Seconds in words for the ETA column: `45s`, `12m`, `1h20m`, `2d3h`. */
+export function formatETA(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h${m % 60 ? `${m % 60}m` : ''}`;
+  const d = Math.floor(h / 24);
+  return `${d}d${h % 24 ? `${h % 24}h` : ''}`;
+}
+
+/**
+ * The task's transfer as a whole: bytes done and total over the VMs that did not fail (a succeeded one
+ * whole), the rate of those moving now, and the ETA the budget's play of the hosts gave (`etaSeconds`;
+ * 0 once every byte is copied). Undefined while no VM's size is known.
+ */
+export function taskTransfer(vms: readonly VMStatus[], etaSeconds: number | undefined): TaskTransferStatus | undefined {
+  let total = 0;
+  let done = 0;
+  let rate = 0;
+  for (const v of vms) {
+    if (v.phase === 'Failed') continue;
+    const t = vmBytesTotal(v);
+    total += t;
+    done += v.phase === 'Succeeded' || v.timestamps?.transferred ? t : Math.min(t, Math.max(0, v.bytesDone ?? 0));
+    if (v.phase !== 'Queued' && v.reason !== TaskReason.Stalled) rate += Math.max(0, v.bytesPerSecond ?? 0);
+  }
+  if (total <= 0) return undefined;
+  const eta = done >= total ? 0 : etaSeconds === undefined ? undefined : Math.max(0, Math.round(etaSeconds));
+  return { bytesDone: Math.round(done), bytesTotal: Math.round(total), bytesPerSecond: Math.round(rate), ...(eta !== undefined ? { etaSeconds: eta, eta: formatETA(eta) } : {}) };
 }
 
 /**
@@ -103,6 +142,8 @@ export interface DeriveInput {
   waiting?: { reason: string; message: string };
   storageClass?: string;
   startedAt?: string;
+  /** The whole task's ETA in seconds from `now`, from the transfer budget's play of the hosts; absent: unknown. */
+  etaSeconds?: number;
 }
 
 /**
@@ -173,11 +214,12 @@ export function deriveTaskStatus(i: DeriveInput): VMImportTaskStatus {
   if (live.length > 0 && transferred.length === live.length) {
     conds = setCondition(conds, { type: CONDITION_TRANSFERRED, status: 'True', reason: REASON_TRANSFERRED, message: `${transferred.length} VM${transferred.length === 1 ? '' : 's'} transferred` }, now, i.generation);
   } else {
-    const reason = terminal ? TaskReason.Failed : (vms.find((v) => v.reason === TaskReason.Stalled)?.reason ?? (phase === 'Transferring' ? TaskReason.Transferring : (i.waiting?.reason ?? TaskReason.Pending)));
+    const reason = terminal ? TaskReason.Failed : (vms.find((v) => v.reason === TaskReason.Stalled)?.reason ?? (phase === 'Transferring' ? TaskReason.Transferring : phase === 'Queued' ? 'Queued' : (i.waiting?.reason ?? TaskReason.Pending)));
     conds = setCondition(conds, { type: CONDITION_TRANSFERRED, status: 'False', reason, message: terminal ? 'no VM was transferred' : `${transferred.length} of ${live.length} VMs transferred` }, now, i.generation);
   }
 
   const held = heldVolumes(vms);
+  const transfer = terminal ? undefined : taskTransfer(vms, i.etaSeconds);
   const out: VMImportTaskStatus = {
     observedGeneration: i.generation,
     phase,
@@ -187,6 +229,7 @@ export function deriveTaskStatus(i: DeriveInput): VMImportTaskStatus {
     message: readyMessage,
     storageClass: i.storageClass ?? prev.storageClass,
     progress: aggregateProgress(vms),
+    ...(transfer ? { transfer } : {}),
     ...(held.length ? { heldVolumes: held } : {}),
     vms: vms.map((v0) => {
       const v = withLiveFigures(v0);
