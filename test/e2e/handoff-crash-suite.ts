@@ -332,6 +332,7 @@ export function handoffCrashSuite(cfg: HandoffCrashSuite): void {
         await ctl.ctl.stop();
         if ('finished' in how) break;
       }
+      console.log(`[crash] killed right after ${reached.join(', ')}; ${reached.length + 1} controllers in all`);
       // Every point was reached. Only the bind request can be skipped: the PV binder's 1 s periodic resync
       // may bind the claim before the handoff asks for it.
       assert.deepEqual(points.filter((p) => !reached.includes(p) && !p.startsWith(`${Step.RequestBind}:`)), [], `kill points reached: ${reached.join(', ')}`);
