@@ -191,23 +191,32 @@ function review(r: Replica, caPEM: string, object: object): Promise<{ allowed: b
 }
 
 before(async () => {
-  // The image: built once per set of inputs (scripts/build-image.sh skips an up-to-date archive).
-  const built = await exec('bash', [join(REPO_ROOT, 'scripts/build-image.sh')], { timeoutMs: 15 * 60_000 });
-  assert.equal(built.code, 0, `npm run image failed:\n${built.stderr}`);
-  image = (await exec('bash', [join(REPO_ROOT, 'scripts/build-image.sh'), '--print-ref'])).stdout.trim();
-  const archive = (await exec('bash', [join(REPO_ROOT, 'scripts/build-image.sh'), '--print-archive'])).stdout.trim();
-  // A short path: conmon's attach socket lives under the run root and Unix socket paths are short.
-  podmanDir = mkdtempSync('/tmp/mc-podman-');
-  writeFileSync(join(podmanDir, 'containers.conf'), '[containers]\ndefault_ulimits = []\n');
-  const loaded = await podman(['load', '--quiet', '--input', archive]);
-  assert.equal(loaded.code, 0, `podman load: ${loaded.stderr}`);
-  assert.match(loaded.stdout, new RegExp(image.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')), 'the archive loads under the chart\'s default reference');
-
   hostIP = findHostIP();
-  cp = await ControlPlane.start({ serviceRoutingByTest: true });
-  admin = clientFor(cp.kubeconfigPath);
-  await createStorageClass(cp.kubeconfigPath, { name: 'replicated', bindingMode: 'Immediate' });
-  sim = await startSim({ kubeconfigPath: cp.kubeconfigPath, worlds: [world] });
+  // The image (built, then loaded into podman's store) and the private control plane (with the
+  // simulator) are independent: made side by side, the plane's bootstrap — mostly waiting — overlaps the
+  // build's downloads and compression instead of following them.
+  const imageReady = (async () => {
+    // Built once per set of inputs (scripts/build-image.sh skips an up-to-date archive).
+    const built = await exec('bash', [join(REPO_ROOT, 'scripts/build-image.sh')], { timeoutMs: 15 * 60_000 });
+    assert.equal(built.code, 0, `npm run image failed:\n${built.stderr}`);
+    image = (await exec('bash', [join(REPO_ROOT, 'scripts/build-image.sh'), '--print-ref'])).stdout.trim();
+    const archive = (await exec('bash', [join(REPO_ROOT, 'scripts/build-image.sh'), '--print-archive'])).stdout.trim();
+    // A short path: conmon's attach socket lives under the run root and Unix socket paths are short.
+    podmanDir = mkdtempSync('/tmp/mc-podman-');
+    writeFileSync(join(podmanDir, 'containers.conf'), '[containers]\ndefault_ulimits = []\n');
+    const loaded = await podman(['load', '--quiet', '--input', archive]);
+    assert.equal(loaded.code, 0, `podman load: ${loaded.stderr}`);
+    assert.match(loaded.stdout, new RegExp(image.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')), 'the archive loads under the chart\'s default reference');
+  })();
+  const planeReady = (async () => {
+    cp = await ControlPlane.start({ serviceRoutingByTest: true });
+    admin = clientFor(cp.kubeconfigPath);
+    await createStorageClass(cp.kubeconfigPath, { name: 'replicated', bindingMode: 'Immediate' });
+    sim = await startSim({ kubeconfigPath: cp.kubeconfigPath, worlds: [world] });
+  })();
+  // Both settle before a failure is reported, so that `after` stops whatever did start.
+  const failed = (await Promise.allSettled([imageReady, planeReady])).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 });
 
 after(async () => {

@@ -101,6 +101,8 @@ export class Rest {
   private readonly agent: https.Agent;
   private base: https.RequestOptions = {};
   private ready: Promise<void>;
+  /** Per object path: the last write made to it, settled (see inOrder). */
+  private readonly writes = new Map<string, Promise<void>>();
 
   constructor(kubeconfigPath: string) {
     this.kc = new k8s.KubeConfig();
@@ -218,10 +220,36 @@ export class Rest {
     return (await this.send('POST', `${path(res, obj.metadata.namespace)}?dryRun=All`, { apiVersion: apiVersionOf(res), kind: res.kind, ...obj }, 'application/json')) as Obj;
   }
   async replace(res: Res, obj: Obj, sub?: string): Promise<Obj> {
-    return (await this.send('PUT', path(res, obj.metadata.namespace, obj.metadata.name, sub), obj, 'application/json')) as Obj;
+    const p = path(res, obj.metadata.namespace, obj.metadata.name, sub);
+    return (await this.inOrder(p, () => this.send('PUT', p, obj, 'application/json'))) as Obj;
   }
   async patch(res: Res, ns: string | undefined, name: string, patch: unknown, sub?: 'status'): Promise<Obj> {
-    return (await this.send('PATCH', path(res, ns, name, sub), patch, 'application/merge-patch+json')) as Obj;
+    const p = path(res, ns, name, sub);
+    return (await this.inOrder(p, () => this.send('PATCH', p, patch, 'application/merge-patch+json'))) as Obj;
+  }
+
+  /**
+   * Writes to one object (its path, status apart) are sent one at a time, in the order they were made.
+   * The simulated controllers write a status from timers and from their main flow at once: sent side by
+   * side, on separate connections, two writes could be applied in the other order under load, and a blind
+   * status patch made while a run still copied landed after the one that finished it. The Migration then
+   * read Succeeded and, a moment later, running in CopyDisks again for good: the task reported
+   * "DiskTransfer (CopyDisks)" and never took the handoff's next step (handoff-crash-early, "kill point
+   * request-bind:0 not reached in 5 min", a full-suite run). The controllers played here run on
+   * controller-runtime, which never runs two reconciles of one object at once, so their writes to an object
+   * never overlap.
+   */
+  private inOrder<T>(p: string, write: () => Promise<T>): Promise<T> {
+    const next = (this.writes.get(p) ?? Promise.resolve()).then(write, write);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.writes.set(p, settled);
+    void settled.then(() => {
+      if (this.writes.get(p) === settled) this.writes.delete(p);
+    });
+    return next;
   }
   async del(res: Res, ns: string | undefined, name: string, opts: { uid?: string } = {}): Promise<boolean> {
     const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' };

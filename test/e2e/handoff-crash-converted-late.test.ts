@@ -1,5 +1,0 @@
-// The crash-safety proof of the copy-free handoff on the guest-conversion path, with the real controller
-// process: the second half of its kill points (the proof and its checks: handoff-crash-suite.ts).
-import { convertedCrashSuite } from './handoff-crash-converted.ts';
-
-convertedCrashSuite(1);
