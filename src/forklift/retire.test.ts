@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { KubeObject } from '../runtime/kube.ts';
-import { ARCHIVE_WAIT_MS, archivePatch, planDeletionStep, planRetirement, type VMOutcome } from './retire.ts';
+import { ARCHIVE_WAIT_MS, archivePatch, archiveWouldDeleteDisks, planDeletionStep, planRetirement, type VMOutcome } from './retire.ts';
 
 const plan = (o: { archived?: boolean; conditions?: string[]; deleting?: boolean } = {}): KubeObject =>
   ({
@@ -64,3 +64,11 @@ test('a task\'s deletion archives each Plan and deletes it once Forklift said Ar
   assert.equal(planDeletionStep(stamped(new Date(now.getTime() - ARCHIVE_WAIT_MS - 1000)), now), 'delete', 'a Plan controller that never answers does not hold the deletion for ever');
   assert.deepEqual(planRetirement(stamped(new Date(now.getTime() - ARCHIVE_WAIT_MS - 1000)), 'handed-off', now), { type: 'delete' });
 });
+
+test('a Plan the mutator would store with deleteVmOnFailMigration true (or without it, the CRD default) may not be archived for a failed VM; one stored false may', () => {
+  const plan = (spec: Record<string, unknown>): KubeObject => ({ metadata: { name: 'p' }, spec }) as KubeObject;
+  assert.equal(archiveWouldDeleteDisks(plan({ deleteVmOnFailMigration: true, archived: true })), true);
+  assert.equal(archiveWouldDeleteDisks(plan({ archived: true })), true);
+  assert.equal(archiveWouldDeleteDisks(plan({ deleteVmOnFailMigration: false, archived: true })), false);
+});
+

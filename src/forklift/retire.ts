@@ -80,3 +80,18 @@ export function planRetirement(plan: KubeObject | undefined, outcome: VMOutcome,
   if (!has('Archived') && !archiveOverdue(plan, now)) return { type: 'wait-archived' };
   return outcome === 'handed-off' ? { type: 'delete' } : { type: 'keep' };
 }
+
+/**
+ * Whether a Plan, as Forklift's admission would store it with the archive patch applied (a server-side
+ * dry run, which runs its mutator: sideEffects None), would let Archive delete a failed VM's disks. The
+ * Plan mutator rewrites the whole spec on UPDATE too when the destination Provider carries
+ * `forklift.konveyor.io/defaultTransferNetwork`, dropping every explicit false, so the CRD's default
+ * `deleteVmOnFailMigration: true` comes back (kubev2v/forklift@v2.11.5 and @v2.12.5:
+ * pkg/forklift-api/webhooks/mutating-webhook/mutators/plan-mutator.go; operator/roles/forkliftcontroller/
+ * templates/api/mutatingwebhookconfiguration-plans.yml.j2: CREATE and UPDATE), and Archive's cleanup then
+ * deletes that VM's DataVolumes (migration.go Archive → cleanup → deleteVmOnFailMigration).
+ */
+export function archiveWouldDeleteDisks(asStored: KubeObject | undefined): boolean {
+  return (asStored?.spec as { deleteVmOnFailMigration?: unknown } | undefined)?.deleteVmOnFailMigration !== false;
+}
+

@@ -481,10 +481,11 @@ export class KubeClient {
     name: string,
     patch: unknown,
     type: PatchType = 'merge',
-    o: { subresource?: 'status'; force?: boolean; fieldManager?: string; timeoutMs?: number } = {},
+    o: { subresource?: 'status'; force?: boolean; fieldManager?: string; timeoutMs?: number; dryRun?: boolean } = {},
   ): Promise<T> {
     const q = new URLSearchParams({ fieldManager: o.fieldManager ?? this.opts.fieldManager! });
     if (type === 'apply' && o.force) q.set('force', 'true');
+    if (o.dryRun) q.set('dryRun', 'All');
     return await this.request<T>('PATCH', `${resourcePath(gvr, namespace, name, o.subresource)}?${q}`, patch, PATCH_CONTENT_TYPE[type], gvr, o.timeoutMs);
   }
 

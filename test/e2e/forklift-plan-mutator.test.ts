@@ -88,7 +88,7 @@ for (const version of FORKLIFT_VERSIONS) {
       await booted?.shutdown();
     });
 
-    test(`with defaultTransferNetwork kept on the destination Provider, the Plan stored without its false values holds the VM with the drift reason, and no Migration runs (${version})`, async () => {
+    test(`with defaultTransferNetwork kept on the destination Provider, the Plan stored without its false values holds the VM with the drift reason, no Migration runs, and the failed VM's Plan is not archived to delete its disks (${version})`, async () => {
       const ns = await freshNamespace('mutator', { [POLICY_LABEL]: 'true' });
       await c.create(NetworkAttachmentDefinition, { apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name: 'transfer', namespace: ns }, spec: { config: '{"cniVersion":"0.3.1","type":"bridge"}' } } as KubeObject);
       await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
@@ -116,6 +116,16 @@ for (const version of FORKLIFT_VERSIONS) {
       assert.deepEqual(plan?.spec?.transferNetwork, { namespace: ns, name: 'transfer' });
       assert.deepEqual([plan?.spec?.deleteVmOnFailMigration, plan?.spec?.preserveStaticIPs, plan?.spec?.runPreflightInspection], [true, true, true], 'the CRD defaults back');
       assert.deepEqual((await c.list(GVRs.Migration, ns)).items, []);
+
+      // The failed VM's Plan is not archived as stored: Archive would delete a failed VM's disks.
+      const held = await waitFor(
+        'the archive held, in an Event',
+        async () => (await c.list<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>(GVRs.Event, ns)).items.find((e) => e.reason === 'ArchiveHeld' && e.involvedObject?.name === 'imp'),
+        { timeoutMs: 60_000 },
+      );
+      assert.match(held.message ?? '', /deleteVmOnFailMigration true/);
+      const after = (await c.get(GVRs.Plan, ns, plan!.metadata!.name!)) as (KubeObject & { spec?: { archived?: boolean } }) | undefined;
+      assert.notEqual(after?.spec?.archived, true, 'the Plan stays unarchived while the mutator would turn deleteVmOnFailMigration true');
     });
   });
 }

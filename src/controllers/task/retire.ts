@@ -4,7 +4,7 @@
 // before it becomes a record.
 import { LABEL_TASK_UID, LABEL_VM_ID } from '../../api/labels.ts';
 import type { VMImportTask } from '../../api/types.ts';
-import { archivePatch, planRetirement, type VMOutcome } from '../../forklift/retire.ts';
+import { archivePatch, archiveWouldDeleteDisks, planRetirement, type VMOutcome } from '../../forklift/retire.ts';
 import { GVRs } from '../../runtime/gvr.ts';
 import { isNotFound, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext } from '../../runtime/reconciler.ts';
@@ -44,6 +44,13 @@ export async function retireEndedPlans(ctx: ReconcileContext, task: VMImportTask
     const name = p.metadata?.name ?? '';
     try {
       if (step.type === 'archive') {
+        const outcome = ended.get(p.metadata?.labels?.[LABEL_VM_ID] ?? '');
+        // A failed VM's disks are kept for the tenant: its Plan is archived only as it would be stored.
+        if (outcome === 'failed' && archiveWouldDeleteDisks(await ctx.client.patch<KubeObject>(GVRs.Plan, ns, name, archivePatch(ctx.now()), 'merge', { dryRun: true }))) {
+          ctx.events.event(task as unknown as KubeObject, 'Warning', 'ArchiveHeld', `Plan ${name} is not archived: Forklift's Plan mutator would store it with deleteVmOnFailMigration true (the destination Provider carries forklift.konveyor.io/defaultTransferNetwork), and archiving would delete the failed VM's disks; Forklift's VDDK Secret stays in the namespace until the annotation is gone`);
+          again = Math.min(again ?? RETIRE_RUN_POLL_MS, RETIRE_RUN_POLL_MS);
+          return;
+        }
         await ctx.client.patch<KubeObject>(GVRs.Plan, ns, name, archivePatch(ctx.now()));
         again = RETIRE_POLL_MS;
       } else if (step.type === 'wait-archived') {
