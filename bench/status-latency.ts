@@ -12,7 +12,11 @@
 // --kube-api-qps raises both controllers' client rate limit (and burst, twice it): the handoff of 200 VMs
 // is paced by it (about 8 requests a step, 14 steps a VM), which the latency figures do not measure.
 //
-//   node bench/status-latency.ts [--vms 200] [--baseline <ref>] [--mb-per-second 512] [--kube-api-qps <n>] [--quick]
+// --minutes bounds each run: a controller that has not finished by then is reported as far as it got,
+// and each world change its status has not shown yet counts as "not shown" with the time it has waited
+// (a lower bound of its latency). --only-baseline runs the baseline alone.
+//
+//   node bench/status-latency.ts [--vms 200] [--baseline <ref>] [--only-baseline] [--minutes <n>] [--mb-per-second 512] [--kube-api-qps <n>] [--quick]
 // writes bench/results/status-latency.json.
 import { COZY_USER_LABEL_PREFIX, LABEL_TASK, LABEL_VM_ID } from '../src/api/labels.ts';
 import type { VMImportTask } from '../src/api/types.ts';
@@ -26,6 +30,9 @@ const TRANSITIONS: Transition[] = ['started', 'transferred', 'imported'];
 
 export interface Percentiles {
   count: number;
+  /** World changes the status had not shown when the run ended, and the longest of their waits so far. */
+  notShown?: number;
+  notShownLongestMs?: number;
   p50Ms: number;
   p95Ms: number;
   maxMs: number;
@@ -124,13 +131,20 @@ class Observer {
     return out;
   }
 
+  /** The waits, at `now`, of world changes not shown yet. */
+  waiting(now: number): Record<Transition, number[]> {
+    const out = {} as Record<Transition, number[]>;
+    for (const t of TRANSITIONS) out[t] = [...this.world.get(t)!].filter(([id]) => !this.shown.get(t)!.has(id)).map(([, w]) => now - w);
+    return out;
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.infs.map((i) => i.stop()));
   }
 }
 
 /** One import of `vms` VMs in one task, on a fresh control plane, by the controller of `ref` (or this tree). */
-export async function runOnce(o: { vms: number; mbPerSecond: number; ref?: string; qps?: number }): Promise<RunFigures> {
+export async function runOnce(o: { vms: number; mbPerSecond: number; ref?: string; qps?: number; minutes?: number }): Promise<RunFigures> {
   const env = await startEnv({ oneDiskVMs: o.vms, mbPerSecond: o.mbPerSecond });
   const ns = 'status-latency';
   const task = 'campaign';
@@ -148,16 +162,17 @@ export async function runOnce(o: { vms: number; mbPerSecond: number; ref?: strin
       const mark = env.audit.mark();
       const t0 = Date.now();
       await env.admin.create(GVRs.VMImportTask, taskObject(ns, task, Array.from({ length: o.vms }, () => env.takeVM(1))));
-      const out = await until(`task ${ns}/${task} to end`, async () => outcome(await env.admin.get(GVRs.VMImportTask, ns, task)), 60 * 60_000, 500);
+      const out = await until(`task ${ns}/${task} to end`, async () => outcome(await env.admin.get(GVRs.VMImportTask, ns, task)), (o.minutes ?? 60) * 60_000, 500).catch(() => `not finished in ${o.minutes ?? 60} min`);
       const wallSeconds = round((Date.now() - t0) / 1000, 1);
       const counts = env.audit.count(mark);
       const lat = obs.latencies();
+      const waits = obs.waiting(Date.now());
       const figures: RunFigures = {
         ref: o.ref ?? 'working tree',
         vms: o.vms,
         outcome: out,
         wallSeconds,
-        latency: Object.fromEntries(TRANSITIONS.map((t) => [t, summary(lat[t])])) as Record<Transition, Percentiles>,
+        latency: Object.fromEntries(TRANSITIONS.map((t) => [t, { ...summary(lat[t]), ...(waits[t].length ? { notShown: waits[t].length, notShownLongestMs: Math.max(...waits[t]) } : {}) }])) as Record<Transition, Percentiles>,
         statusWrites: Object.entries(counts.byVerbResource).filter(([k]) => k.startsWith('patch vmimporttasks/status') || k.startsWith('update vmimporttasks/status')).reduce((a, [, n]) => a + n, 0),
         requests: counts.total,
       };
@@ -172,9 +187,14 @@ export async function runOnce(o: { vms: number; mbPerSecond: number; ref?: strin
   }
 }
 
-export function printStatusLatency(cur: RunFigures, base?: RunFigures): void {
+export function printStatusLatency(cur: RunFigures | undefined, base?: RunFigures): void {
+  if (!cur) {
+    if (base) console.log(`\n== status latency (baseline ${base.ref} alone): ${JSON.stringify(base.latency)}; wall ${base.wallSeconds} s, ${base.outcome}`);
+    return;
+  }
   console.log(`\n== status latency: one task of ${cur.vms} VMs, world change → the task's status shows it`);
-  const row = (f: RunFigures, t: Transition): string => `p50 ${f.latency[t].p50Ms} ms, p95 ${f.latency[t].p95Ms} ms, max ${f.latency[t].maxMs} ms (${f.latency[t].count} VMs)`;
+  const row = (f: RunFigures, t: Transition): string =>
+    `p50 ${f.latency[t].p50Ms} ms, p95 ${f.latency[t].p95Ms} ms, max ${f.latency[t].maxMs} ms (${f.latency[t].count} VMs)${f.latency[t].notShown ? `; ${f.latency[t].notShown} not shown yet, the longest waiting ${f.latency[t].notShownLongestMs} ms` : ''}`;
   for (const t of TRANSITIONS) {
     console.log(`  ${t.padEnd(11)} current: ${row(cur, t)}`);
     if (base) console.log(`  ${''.padEnd(11)} baseline ${base.ref}: ${row(base, t)} → p95 baseline / current ${round(base.latency[t].p95Ms / cur.latency[t].p95Ms, 1)}×`);
@@ -189,9 +209,10 @@ if (isMain(import.meta)) {
   const mbPerSecond = Number(flags.get('mb-per-second') ?? 512);
   const baseline = flags.get('baseline');
   const qps = flags.has('kube-api-qps') ? Number(flags.get('kube-api-qps')) : undefined;
-  const cur = await runOnce({ vms, mbPerSecond, qps });
-  const base = baseline ? await runOnce({ vms, mbPerSecond, ref: baseline, qps }) : undefined;
+  const minutes = flags.has('minutes') ? Number(flags.get('minutes')) : undefined;
+  const cur = flags.has('only-baseline') ? undefined : await runOnce({ vms, mbPerSecond, qps, minutes });
+  const base = baseline ? await runOnce({ vms, mbPerSecond, ref: baseline, qps, minutes }) : undefined;
   printStatusLatency(cur, base);
-  const ratios = base ? Object.fromEntries(TRANSITIONS.map((t) => [t, { p95: round(base.latency[t].p95Ms / cur.latency[t].p95Ms, 2), max: round(base.latency[t].maxMs / cur.latency[t].maxMs, 2) }])) : undefined;
-  console.log(`  → ${writeResult('status-latency', { vms, mbPerSecond, quick, kubeApiQPS: qps ?? 'default', baseline: baseline ? `${baseline} (${revOf(baseline)})` : undefined }, { current: cur, ...(base ? { baseline: base, ratiosBaselineOverCurrent: ratios } : {}) })}`);
+  const ratios = base && cur ? Object.fromEntries(TRANSITIONS.map((t) => [t, { p95: round(base.latency[t].p95Ms / cur.latency[t].p95Ms, 2), max: round(base.latency[t].maxMs / cur.latency[t].maxMs, 2) }])) : undefined;
+  console.log(`  → ${writeResult(cur ? 'status-latency' : 'status-latency-baseline', { vms, mbPerSecond, quick, minutes, kubeApiQPS: qps ?? 'default', baseline: baseline ? `${baseline} (${revOf(baseline)})` : undefined }, { ...(cur ? { current: cur } : {}), ...(base ? { baseline: base } : {}), ...(ratios ? { ratiosBaselineOverCurrent: ratios } : {}) })}`);
 }
