@@ -61,7 +61,7 @@ test('a tenant follows a task to its end, then finds the VM and its disks by the
   assert.equal(r.code, 0, r.stderr);
   const list = await asTenant(['get', 'vmimporttask']);
   assert.equal(list.code, 0, list.stderr);
-  assert.match(list.stdout.split('\n')[0]!, /SOURCE\s+MODE\s+PHASE\s+PROGRESS\s+READY/);
+  assert.match(list.stdout.split('\n')[0]!, /SOURCE\s+MODE\s+PHASE\s+PROGRESS\s+ETA\s+READY/);
   const wait = await asTenant(['wait', '--for=condition=Finished', 'vmimporttask/web', '--timeout=90s']);
   assert.equal(wait.code, 0, wait.stderr);
   const perVM = await asTenant(['get', 'vmimporttask', 'web', '-o', 'jsonpath={range .status.vms[*]}{.id} {.phase} {.vmInstance}{"\\n"}{end}']);

@@ -123,6 +123,12 @@ function placementUnknown(err: string): string {
   return `Waiting for Forklift's inventory to say which ESXi host serves the VM's disks, before a transfer slot can be given (${err.slice(0, 200)})`;
 }
 
+/** The UIDs of the Providers the cache holds (undefined where Providers are not cached: nothing is pruned then). */
+export function cachedProviderUIDs(ctx: Pick<ReconcileContext, 'cache'>): Set<string> | undefined {
+  const c = ctx.cache(GVRs.Provider);
+  return c ? new Set(c.list().map((p) => p.metadata?.uid ?? '')) : undefined;
+}
+
 /** The budget for the process: one object, passes serialised per vCenter, metrics on the project registry. */
 export class TransferAdmission {
   readonly cfg: BudgetConfig;
@@ -145,6 +151,16 @@ export class TransferAdmission {
 
   sizes(): Record<string, number> {
     return { budgetVCenters: this.vcenters.size, budgetETAs: this.etas.size };
+  }
+
+  /**
+   * Drops what is kept for a task that is gone or finished: its ETA; and the vCenter identity of every
+   * Provider no longer in `providers` (the Provider cache's UIDs), so that a controller which sees sources
+   * come and go for months keeps only what its live sources need.
+   */
+  forget(taskUID: string | undefined, providers: ReadonlySet<string> | undefined): void {
+    if (taskUID) this.etas.delete(taskUID);
+    if (providers) for (const k of this.vcenters.keys()) if (!providers.has(k)) this.vcenters.delete(k);
   }
 
   /**
@@ -194,6 +210,7 @@ export class TransferAdmission {
       const uid = source?.status?.provider?.uid;
       try {
         if (!uid) throw new Error('the source has no Forklift provider yet');
+        this.forget(undefined, cachedProviderUIDs(ctx));
         const vcenter = await this.vcenterOf(io, uid);
         const hosts = await io.inventory.listHosts(uid);
         const placed = new Map<string, TransferSlot>();

@@ -45,13 +45,14 @@ export class TaskMemory {
 
   /**
    * Everything kept for a task that is gone or finished: its progress samples and diagnosis facts. A controller that runs for months keeps
-   * only what its live tasks need.
+   * only what its live tasks need. Returns the UID the task was last seen with.
    */
-  dropTask(key: ObjectKey): void {
+  dropTask(key: ObjectKey): string | undefined {
     const k = keyString(key);
     const uid = this.taskUIDs.get(k);
     if (uid) this.forget(uid);
     this.taskUIDs.delete(k);
+    return uid;
   }
 
   /** Drops the in-memory progress samples and diagnosis facts of a task that needs no more of them. */
