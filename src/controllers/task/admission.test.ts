@@ -222,19 +222,19 @@ test('with the budget on, a VM this pass did not admit gets no Migration even if
   assert.equal((r.slots.get('vm-tenant-a-1') as { admitted: boolean } | undefined)?.admitted, false);
 });
 
-test('what the budget keeps in memory goes with its task and its Provider: a deleted task’s ETA, a deleted source’s vCenter identity', async () => {
+test('nothing the budget keeps outlives a source: the vCenter identity is read from the inventory by each pass that places VMs, and a task’s ETA goes with it', async () => {
   const w = world();
   const adm = new TransferAdmission({ enabled: true, maxDisksPerHost: 2 });
-  const t = mkTask('tenant-a', 'one', 1);
-  readyPlans(w.plans, t);
-  w.tasks.put(t);
-  await pass(adm, w, t);
-  assert.equal(adm.sizes().budgetVCenters, 1, 'the vCenter identity is kept while its Provider is unknown to the cache');
-  adm.forget(t.metadata.uid, new Set(['provider-1']));
-  assert.deepEqual(adm.sizes(), { budgetVCenters: 1, budgetETAs: 0 }, 'the ETA goes with the task; the live Provider’s vCenter stays');
-  assert.equal(adm.etaSeconds(t.metadata.uid, T0), undefined);
-  adm.forget(undefined, new Set());
-  assert.deepEqual(adm.sizes(), { budgetVCenters: 0, budgetETAs: 0 }, 'the vCenter goes with its Provider');
-  adm.forget(undefined, undefined);
-  assert.equal(adm.sizes().budgetVCenters, 0, 'no Provider cache: nothing pruned, nothing kept');
+  let identityReads = 0;
+  const counting: AdmissionIO['inventory'] = { ...inventory, get: <T>(path: string) => ((identityReads += 1), inventory.get!<T>(path)) };
+  for (const name of ['one', 'two']) {
+    const t = mkTask('tenant-a', name, 1);
+    readyPlans(w.plans, t);
+    w.tasks.put(t);
+    const r = await adm.pass(w.ctx, t, t.status!.vms!, source, { inventory: counting, record: () => Promise.resolve() });
+    assert.equal(r.vms[0]!.transferSlot?.vcenter, VC);
+    adm.forget(t.metadata.uid);
+  }
+  assert.equal(identityReads, 2, 'one identity read per placing pass, none remembered');
+  assert.deepEqual(adm.sizes(), { budgetETAs: 0 });
 });

@@ -123,18 +123,10 @@ function placementUnknown(err: string): string {
   return `Waiting for Forklift's inventory to say which ESXi host serves the VM's disks, before a transfer slot can be given (${err.slice(0, 200)})`;
 }
 
-/** The UIDs of the Providers the cache holds (undefined where Providers are not cached: nothing is pruned then). */
-export function cachedProviderUIDs(ctx: Pick<ReconcileContext, 'cache'>): Set<string> | undefined {
-  const c = ctx.cache(GVRs.Provider);
-  return c ? new Set(c.list().map((p) => p.metadata?.uid ?? '')) : undefined;
-}
-
 /** The budget for the process: one object, passes serialised per vCenter, metrics on the project registry. */
 export class TransferAdmission {
   readonly cfg: BudgetConfig;
   private readonly budget: CampaignBudget;
-  /** Provider UID → the vCenter's instance UUID (one inventory read per source for the process's life). */
-  private readonly vcenters = new Map<string, string>();
   /** Task UID → the whole task's ETA as the last pass computed it (seconds, and when). */
   private readonly etas = new Map<string, { seconds: number; at: number }>();
 
@@ -150,17 +142,12 @@ export class TransferAdmission {
   }
 
   sizes(): Record<string, number> {
-    return { budgetVCenters: this.vcenters.size, budgetETAs: this.etas.size };
+    return { budgetETAs: this.etas.size };
   }
 
-  /**
-   * Drops what is kept for a task that is gone or finished: its ETA; and the vCenter identity of every
-   * Provider no longer in `providers` (the Provider cache's UIDs), so that a controller which sees sources
-   * come and go for months keeps only what its live sources need.
-   */
-  forget(taskUID: string | undefined, providers: ReadonlySet<string> | undefined): void {
+  /** Drops what is kept for a task that is gone or finished: its ETA. */
+  forget(taskUID: string | undefined): void {
     if (taskUID) this.etas.delete(taskUID);
-    if (providers) for (const k of this.vcenters.keys()) if (!providers.has(k)) this.vcenters.delete(k);
   }
 
   /**
@@ -170,16 +157,14 @@ export class TransferAdmission {
    * rather than being merged with another vCenter on a guess.
    */
   private async vcenterOf(io: AdmissionIO, providerUID: string): Promise<string> {
-    const known = this.vcenters.get(providerUID);
-    if (known) return known;
+    // Read on each pass that places VMs (a task's first passes), beside the inventory read of each VM it
+    // places: nothing is kept in memory for a source, so nothing outlives it.
     let id: string | undefined;
     if (io.inventory.get) {
       const p = await io.inventory.get<{ instanceUuid?: unknown }>(`/providers/vsphere/${encodeURIComponent(providerUID)}`);
       if (typeof p?.instanceUuid === 'string' && p.instanceUuid.trim()) id = p.instanceUuid.trim().toLowerCase();
     }
-    const out = id ?? `provider:${providerUID}`;
-    this.vcenters.set(providerUID, out);
-    return out;
+    return id ?? `provider:${providerUID}`;
   }
 
   /**
@@ -210,7 +195,6 @@ export class TransferAdmission {
       const uid = source?.status?.provider?.uid;
       try {
         if (!uid) throw new Error('the source has no Forklift provider yet');
-        this.forget(undefined, cachedProviderUIDs(ctx));
         const vcenter = await this.vcenterOf(io, uid);
         const hosts = await io.inventory.listHosts(uid);
         const placed = new Map<string, TransferSlot>();

@@ -22,7 +22,7 @@ import type { Handoff } from '../handoff/index.ts';
 import { desiredReclaimPolicy } from '../handoff/plan.ts';
 import { notBefore, type VMAction } from './decide.ts';
 import type { TaskMemory } from './memory.ts';
-import { cachedProviderUIDs, type TransferAdmission } from './admission.ts';
+import type { TransferAdmission } from './admission.ts';
 import { admissionHooks } from './admission-hooks.ts';
 import type { TaskMetrics } from './metrics.ts';
 import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, getCached, listOptional, taskKey, type VMObjects } from './observe.ts';
@@ -362,7 +362,7 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
   }
   if (remaining > 0) return { requeueAfterMs: DELETE_POLL_MS };
   fx.mem.dropTask(key);
-  fx.budget?.forget(task.metadata.uid, cachedProviderUIDs(ctx));
+  fx.budget?.forget(task.metadata.uid);
   const finalizers = held.filter((f) => f !== FINALIZER && f !== UPSTREAM_TASK_FINALIZER);
   try {
     await ctx.client.patch(GVRs.VMImportTask, ns, key.name, { metadata: { finalizers, resourceVersion: task.metadata.resourceVersion } });

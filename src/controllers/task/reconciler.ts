@@ -29,7 +29,7 @@ import { retireEndedPlans } from './retire.ts';
 import { applyVMAction, createIfAbsent, defaultCIDRSource, finalize, writeStatus, type TaskEffects } from './effects.ts';
 import { TaskMemory } from './memory.ts';
 import { keepTaskObject } from './retention.ts';
-import { TransferAdmission, cachedProviderUIDs, queuedOnSameHost } from './admission.ts';
+import { TransferAdmission, queuedOnSameHost } from './admission.ts';
 
 export interface TaskReconcilerOptions {
   /** Inventory client (tests inject one; default: Forklift's inventory service from the config). */
@@ -185,7 +185,7 @@ export class TaskReconciler implements Reconciler {
     const task = seen ? (structuredClone(seen) as VMImportTask & KubeObject) : undefined;
     if (!task) {
       this.metrics.setStalled(key, []);
-      this.budget.forget(this.mem.dropTask(key), cachedProviderUIDs(ctx));
+      this.budget.forget(this.mem.dropTask(key));
       return {};
     }
     this.mem.taskUIDs.set(keyString(key), task.metadata.uid ?? '');
@@ -193,7 +193,7 @@ export class TaskReconciler implements Reconciler {
     // A terminal task is a record: no further actions, no requeues, nothing kept in memory for it.
     if (isTerminalPhase(task.status?.phase) && task.status?.completedAt) {
       this.metrics.setStalled(key, []);
-      this.budget.forget(this.mem.dropTask(key) ?? task.metadata.uid, cachedProviderUIDs(ctx));
+      this.budget.forget(this.mem.dropTask(key) ?? task.metadata.uid);
       // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
       const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
       if (backfilled) this.mem.ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
