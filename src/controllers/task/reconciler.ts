@@ -357,8 +357,9 @@ export class TaskReconciler implements Reconciler {
     this.metrics.setStalled(taskKey(task), next.filter((v) => !isTerminalPhase(v.phase) && v.reason === TaskReason.Stalled).map((v) => v.id));
     // Level-triggered: the status this pass derived from what it observed, written if it changed.
     await board.flush();
-    const st = task.status!;
-    if (isTerminalPhase(st.phase)) return {};
+    // A task that ended in this pass goes on at once to what an ended task does (its Plans retired, then a
+    // record): the watch event of this pass's own status write is not what wakes it.
+    if (isTerminalPhase(task.status!.phase)) return { requeueAfterMs: 0 };
     return { requeueAfterMs: requeueMs };
   }
 
