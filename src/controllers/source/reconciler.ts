@@ -38,7 +38,7 @@ import {
 import { Expectations } from '../../runtime/expectations.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
-import type { ObjectKey, ReconcileContext, Reconciler, Result } from '../../runtime/reconciler.ts';
+import type { ObjectKey, ReconcileContext, Reconciler, Result, Watch } from '../../runtime/reconciler.ts';
 import { getCondition, patchStatus, setCondition } from '../../runtime/status.ts';
 import { heldBack, recordRejection, withRetryNote } from './credentials.ts';
 import { OwnershipConflict, ensureOwned, ownedBy } from './ownership.ts';
@@ -57,8 +57,6 @@ import { apiServerAddresses, listNodeNetworks } from '../../preflight/podcidr.ts
 
 export const SOURCE_CONTROLLER = 'vmimportsource';
 
-/** Sources whose credentials Secret write timed out in Forklift's webhook (one process, all sources). */
-const webhookTimeouts = new WebhookTimeoutBackoff();
 
 /**
  * The inventory ConfigMap holds at most this many VMs: a ConfigMap is limited to 1 MiB, and 5000 entries
@@ -123,32 +121,66 @@ function errMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDeps = {}): Reconciler {
-  const managedSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
-  // This reconciler's writes of sources (status, finalizer): the cache is read for a source only once it
-  // shows the last one. Without it, a Provider that flaps Critical and back within the few milliseconds
-  // before our own ConnectionFailed write reaches the cache compares "Connected" against the cached
-  // pre-fault copy, skips the write, and leaves the source reporting the fault until its 5-minute resync.
-  const ownWrites = new Expectations();
-  let networks: ClusterNetworkSource | undefined;
-  const withNetworks = (ctx: ReconcileContext): SourceReconcilerDeps & { networks: ClusterNetworkSource } => ({ ...deps, networks: (networks ??= clusterNetworks(cfg, ctx.client)) });
-  return {
-    name: SOURCE_CONTROLLER,
-    faultConditions: true,
-    primary: GVRs.VMImportSource,
-    watches: [
-      { gvr: GVRs.Provider, map: mapToSource, labelSelector: managedSelector },
-      { gvr: GVRs.Host, map: mapToSource, labelSelector: managedSelector },
-      // No watch on Secrets: the controller may not list or watch them (least privilege: a namespace's
-      // Secrets are not ours to read). Ours are found by their deterministic names.
-      // Tasks, only for the events that can end a deleting source's wait for them (inuse.ts).
-      { gvr: GVRs.VMImportTask, map: (o) => {
+/** What one pass works with: the injected dependencies and what this reconciler keeps between passes. */
+type SourcePass = SourceReconcilerDeps & {
+  networks: ClusterNetworkSource;
+  /** Sources whose credentials Secret write timed out in Forklift's webhook (webhook-timeout.ts). */
+  webhookTimeouts: WebhookTimeoutBackoff;
+};
+
+const MANAGED_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
+
+/**
+ * The VMImportSource reconciler: its dependencies injected, what it remembers held by the object, so that
+ * a reconciler made again (a restart in the same process) starts with nothing of the old one's.
+ */
+export class SourceReconciler implements Reconciler {
+  readonly name = SOURCE_CONTROLLER;
+  readonly faultConditions = true;
+  readonly primary = GVRs.VMImportSource;
+  readonly watches: Watch[] = [
+    { gvr: GVRs.Provider, map: mapToSource, labelSelector: MANAGED_SELECTOR },
+    { gvr: GVRs.Host, map: mapToSource, labelSelector: MANAGED_SELECTOR },
+    // No watch on Secrets: the controller may not list or watch them (least privilege: a namespace's
+    // Secrets are not ours to read). Ours are found by their deterministic names.
+    // Tasks, only for the events that can end a deleting source's wait for them (inuse.ts).
+    {
+      gvr: GVRs.VMImportTask,
+      map: (o) => {
         const t = o as unknown as VMImportTask;
         return holdMayEnd(t) && t.spec?.sourceRef?.name ? [{ namespace: o.metadata?.namespace ?? '', name: t.spec.sourceRef.name }] : [];
-      } },
-    ],
-    reconcile: (key, ctx) => reconcileSource(cfg, withNetworks(ctx), key, ctx, ownWrites),
-  };
+      },
+    },
+  ];
+  private readonly cfg: ControllerConfig;
+  private readonly deps: SourceReconcilerDeps;
+  /**
+   * This reconciler's writes of sources (status, finalizer): the cache is read for a source only once it
+   * shows the last one. Without it, a Provider that flaps Critical and back within the few milliseconds
+   * before our own ConnectionFailed write reaches the cache compares "Connected" against the cached
+   * pre-fault copy, skips the write, and leaves the source reporting the fault until its 5-minute resync.
+   */
+  private readonly ownWrites = new Expectations();
+  private readonly webhookTimeouts = new WebhookTimeoutBackoff();
+  private networks: ClusterNetworkSource | undefined;
+
+  constructor(cfg: ControllerConfig, deps: SourceReconcilerDeps = {}) {
+    this.cfg = cfg;
+    this.deps = deps;
+  }
+
+  async reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
+    const pass: SourcePass = { ...this.deps, networks: (this.networks ??= clusterNetworks(this.cfg, ctx.client)), webhookTimeouts: this.webhookTimeouts };
+    return await reconcileSource(this.cfg, pass, key, ctx, this.ownWrites);
+  }
+
+  memory(): Record<string, number> {
+    return { webhookTimeouts: this.webhookTimeouts.size, sourceExpectations: this.ownWrites.size() };
+  }
+}
+
+export function sourceReconciler(cfg: ControllerConfig, deps: SourceReconcilerDeps = {}): Reconciler {
+  return new SourceReconciler(cfg, deps);
 }
 
 /**
@@ -198,7 +230,7 @@ export function redact(text: string, secrets: Array<string | undefined>): string
   return out;
 }
 
-async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps & { networks: ClusterNetworkSource }, key: ObjectKey, ctx: ReconcileContext, ownWrites: Expectations): Promise<Result> {
+async function reconcileSource(cfg: ControllerConfig, deps: SourcePass, key: ObjectKey, ctx: ReconcileContext, ownWrites: Expectations): Promise<Result> {
   // From the informer cache, never behind our own last write (see ownWrites).
   const src = (await ownWrites.get(ctx, GVRs.VMImportSource, key.namespace, key.name)) as unknown as VMImportSource | undefined;
   if (!src || src.metadata.deletionTimestamp) deps.sourceReady?.remove({ namespace: key.namespace, source: key.name });
@@ -206,7 +238,10 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
     ownWrites.forget(GVRs.VMImportSource, key.namespace, key.name);
     return {};
   }
-  if (src.metadata.deletionTimestamp) return await finalize(cfg, src, ctx);
+  if (src.metadata.deletionTimestamp) {
+    deps.webhookTimeouts.clear(src.metadata.uid!);
+    return await finalize(cfg, src, ctx);
+  }
   if (!src.metadata.finalizers?.includes(FINALIZER)) {
     ownWrites.wrote(
       GVRs.VMImportSource,
@@ -255,7 +290,7 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourceReconcilerDeps
  * Materialises Secret, Providers, Hosts; returns a gate verdict when something prevents it. Fills
  * obs.provider and obs.hosts.
  */
-async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & { networks: ClusterNetworkSource }, stored: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
+async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
   const src = stored;
   if (!cfg.vddkImage) {
     return {
@@ -310,7 +345,7 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
   // it there, and the controller needs no access to Secrets in tenant namespaces.
   const secretsNs = cfg.podNamespace;
   // The last write of this spec's Secret timed out in Forklift's webhook: wait before the next (webhook-timeout.ts).
-  const timedOut = webhookTimeouts.held(src.metadata.uid!, src.metadata.generation ?? 0, obs.now);
+  const timedOut = deps.webhookTimeouts.held(src.metadata.uid!, src.metadata.generation ?? 0, obs.now);
   if (timedOut) {
     obs.retryAfterMs = timedOut.retryAfterMs;
     return { reason: SourceReason.ConnectionFailed, message: timedOut.message };
@@ -325,11 +360,11 @@ async function materialise(cfg: ControllerConfig, deps: SourceReconcilerDeps & {
     // After ConnectionAuthFailed Forklift re-tests only on a change of this Secret (retest.ts).
     const retest = retestDue(providers.get(ns, sourceProviderName(name)), secret, obs.now);
     if (retest) secret = await ctx.client.patch<KubeObject>(GVRs.Secret, secretsNs, secret.metadata!.name!, { metadata: { annotations: { [ANNOTATION_RETEST]: retest } } }, 'merge', deadline);
-    webhookTimeouts.clear(src.metadata.uid!);
+    deps.webhookTimeouts.clear(src.metadata.uid!);
   } catch (e) {
     if (isWebhookTimeout(e)) {
       const host = URL.canParse(src.spec.url) ? new URL(src.spec.url).host : src.spec.url.slice(0, 253);
-      const t = webhookTimeouts.record(src.metadata.uid!, src.metadata.generation ?? 0, obs.now, (at) => webhookTimeoutMessage(host, at, redact(e.message, secretsOf(plain))));
+      const t = deps.webhookTimeouts.record(src.metadata.uid!, src.metadata.generation ?? 0, obs.now, (at) => webhookTimeoutMessage(host, at, redact(e.message, secretsOf(plain))));
       obs.retryAfterMs = t.retryAfterMs;
       return { reason: SourceReason.ConnectionFailed, message: t.message };
     }
@@ -497,7 +532,7 @@ async function systemResolve(host: string): Promise<string[]> {
  * gate naming the field, the address and the rule. Names are resolved; a name that does not resolve
  * here passes (Forklift cannot reach it either, and its error says only that).
  */
-async function checkDestinations(cfg: ControllerConfig, deps: SourceReconcilerDeps & { networks: ClusterNetworkSource }, src: VMImportSource, ctx: ReconcileContext): Promise<SourceObservation['gate']> {
+async function checkDestinations(cfg: ControllerConfig, deps: SourcePass, src: VMImportSource, ctx: ReconcileContext): Promise<SourceObservation['gate']> {
   const gate = (message: string) => ({ reason: SourceReason.AddressNotAllowed, message });
   // A URL whose destination cannot be judged (this parser cannot read it, or reads another host than
   // Forklift's would) is not allowed: urlDestination.
