@@ -63,3 +63,10 @@ test('what is neither a name nor a disk record is dropped, never taken for evide
   assert.deepEqual(readVMDisks(v), { names: ['db-disk-0'], evidence: [] });
   assert.deepEqual(readVMDisks({}), { names: [], evidence: [] });
 });
+
+test("a status Cozystack's own controller wrote (VMDisk names in disks, no diskHandoffs) reads as those names with no evidence, and is written back unchanged", () => {
+  const v: VMStatus = { id: 'vm-1', name: 'db', phase: 'Succeeded', vmInstance: 'db', disks: ['db-disk-0'] };
+  assert.deepEqual(readVMDisks(v), { names: ['db-disk-0'], evidence: [] });
+  assert.equal(hasLegacyDisks(v), false);
+  assert.deepEqual(normalizeVMDisks(v), v);
+});
