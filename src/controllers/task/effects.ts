@@ -5,7 +5,7 @@
 import { TaskReason } from '../../api/conditions.ts';
 import { ANNOTATION_KEEP_VOLUMES, CLAIM_FINALIZER, FINALIZER, LABEL_TASK_UID, LABEL_VM_ID, UPSTREAM_LABEL_TASK_NAME, UPSTREAM_LABEL_TASK_NAMESPACE, UPSTREAM_TASK_FINALIZER, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
 import type { DiskStatus, VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
-import { diskNames, readVMDisks, withVMDisks } from '../../api/disks.ts';
+import { diskNames, readVMDisks, withVMDisks, type VMDisks } from '../../api/disks.ts';
 import { translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
 import type { ProviderRefs } from '../../forklift/maps.ts';
 import { renderMigration } from '../../forklift/migration.ts';
@@ -128,8 +128,9 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
     case 'handoff': {
       const v = a.status;
       const creating = (o: Partial<VMStatus>): VMStatus => ({ ...v, phase: 'Creating', reason: TaskReason.Creating, ...o });
-      // The handoff names the VMDisks: from its first record on, status.vms[].disks lists them.
-      const handedOver = (evidence: DiskStatus[]): Pick<VMStatus, 'disks' | 'diskHandoffs'> => ({ disks: diskNames(evidence), diskHandoffs: evidence });
+      // The handoff names the VMDisks: from its first record on, status.vms[].disks lists them, and its
+      // evidence goes to diskHandoffs in the same write.
+      const handedOver = (evidence: DiskStatus[]): VMDisks => ({ names: diskNames(evidence), evidence });
       const h = await fx.handoff.reconcile(ctx, {
         task,
         spec: task.spec.vms.find((s) => s.id === v.id)!,
@@ -138,10 +139,10 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
         className: task.status?.storageClass ?? '',
         forkliftVM: i.objects.forkliftVM,
         transferClaims: i.objects.transferClaims,
-        record: (disks, vmInstance) => i.record(creating({ ...handedOver(disks), ...(vmInstance ? { vmInstance } : {}), message: v.phase === 'Creating' ? v.message : 'handing the transferred volumes over to VMDisks' })),
+        record: (disks, vmInstance) => i.record(withVMDisks(creating({ ...(vmInstance ? { vmInstance } : {}), message: v.phase === 'Creating' ? v.message : 'handing the transferred volumes over to VMDisks' }), handedOver(disks))),
       });
       // The pass that made the VMInstance says what of the source's shape it carries; later passes keep it.
-      const out: VMStatus = { ...withVMDisks(v, { names: diskNames(h.disks), evidence: h.disks }), vmInstance: h.vmInstance ?? v.vmInstance, ...(h.shape ? { shape: h.shape } : {}) };
+      const out: VMStatus = { ...withVMDisks(v, handedOver(h.disks)), vmInstance: h.vmInstance ?? v.vmInstance, ...(h.shape ? { shape: h.shape } : {}) };
       if (h.state === 'failed') return { status: failVM(out, h.reason ?? TaskReason.OutputRejected, h.message ?? 'the handoff failed'), requeueAfterMs: h.requeueAfterMs };
       if (h.state === 'done') {
         const ts = { ...(out.timestamps ?? {}), completed: notBefore(i.now, out.timestamps?.transferred) };
