@@ -277,6 +277,7 @@ export type TaskPhase = (typeof TASK_PHASES)[number];
 export const VM_PHASES = ['Pending', 'Validating', 'Queued', 'Transferring', 'Precopying', 'CuttingOver', 'Creating', 'Succeeded', 'Failed'] as const;
 export type VMPhase = (typeof VM_PHASES)[number];
 
+/** One disk's handoff evidence (status.vms[].diskHandoffs[]); read through src/api/disks.ts. */
 export interface DiskStatus {
   /** Index in source order. */
   index: number;
@@ -318,7 +319,14 @@ export interface VMStatus {
   /** When bytesDone last grew while the transfer runs (RFC 3339); the stall clock counts from it. */
   lastProgressTime?: string;
   vmInstance?: string;
-  disks?: DiskStatus[];
+  /**
+   * The VM's VMDisk names in source order, once the handoff names them (what Cozystack's console links to
+   * /console/vmdisks/<name>). A task written by an earlier version may hold DiskStatus objects here: read
+   * it through src/api/disks.ts readVMDisks, never directly.
+   */
+  disks?: string[];
+  /** Each disk's handoff evidence and checkpoint, in source order (src/controllers/handoff/steps.ts). */
+  diskHandoffs?: DiskStatus[];
   downtimeSeconds?: number;
   /** A warm import: its precopies while the source runs, and its cutover. */
   warm?: WarmStatus;

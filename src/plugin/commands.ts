@@ -4,6 +4,7 @@
 import YAML from 'yaml';
 import * as k8s from '@kubernetes/client-node';
 import type { SourceInventoryVM, TaskVM, VMImportSource, VMImportTask } from '../api/types.ts';
+import { readVMDisks } from '../api/disks.ts';
 import { GVRs } from '../runtime/gvr.ts';
 import { KubeClient, type KubeObject } from '../runtime/kube.ts';
 import { PluginError } from './errors.ts';
@@ -177,10 +178,11 @@ async function existingOutputs(s: Session, task: VMImportTask, inv: Map<string, 
     if (st.phase !== 'Failed') continue;
     const spec = task.spec.vms.find((x) => x.id === st.id);
     const name = st.vmInstance ?? spec?.name ?? st.name;
-    const disks = Math.max(st.disks?.length ?? 0, inv.get(st.id)?.disks?.length ?? 0);
+    const recorded = readVMDisks(st);
+    const disks = Math.max(recorded.evidence.length, inv.get(st.id)?.disks?.length ?? 0);
     const found: string[] = [];
     if (await s.client.get(GVRs.VMInstance, s.namespace, name)) found.push(`vminstance/${name}`);
-    const diskNames = new Set([...(st.disks ?? []).map((d) => d.vmDisk), ...Array.from({ length: disks }, (_, i) => `${name}-disk-${i}`)]);
+    const diskNames = new Set([...recorded.names, ...recorded.evidence.map((d) => d.vmDisk), ...Array.from({ length: disks }, (_, i) => `${name}-disk-${i}`)]);
     for (const d of diskNames) if (await s.client.get(GVRs.VMDisk, s.namespace, d)) found.push(`vmdisk/${d}`);
     out.set(st.id, found);
   }

@@ -1,6 +1,7 @@
 // `kubectl vmimport report`: per VM of one or more tasks, what happened and what came out of it, with
 // totals, as a table, CSV, JSON or Markdown. Everything is read from the tasks' status. Pure.
 import type { SourceInventoryVM, VMImportTask } from '../api/types.ts';
+import { readVMDisks } from '../api/disks.ts';
 import { formatBytes, formatDuration, renderTable } from './render.ts';
 
 export interface ReportRow {
@@ -72,7 +73,7 @@ export function buildReport(tasks: ReadonlyArray<Pick<VMImportTask, 'metadata' |
         transferSeconds: seconds(v?.timestamps?.started, v?.timestamps?.transferred),
         downtimeSeconds: v?.downtimeSeconds ?? null,
         vmInstance: v?.phase === 'Succeeded' ? (v.vmInstance ?? v.name) : (v?.vmInstance ?? null),
-        vmDisks: (v?.disks ?? []).map((d) => d.vmDisk),
+        vmDisks: v ? readVMDisks(v).names : [],
         notCarried,
       });
     }

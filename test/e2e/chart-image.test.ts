@@ -370,7 +370,7 @@ test("a tenant holding only Cozystack's tenant-admin role imports a VM through t
   const got = (await admin.get(GVRs.VMImportTask, TENANT_NS, 'import')) as unknown as VMImportTask;
   assert.equal(wait.code, 0, `the README's wait failed: ${wait.stderr}\nstatus: ${JSON.stringify(got?.status, null, 1)}\n${logs()}`);
   assert.equal(got.status?.phase, 'Succeeded');
-  assert.deepEqual(got.status!.vms![0]!.disks?.map((d) => d.vmDisk), ['db-09-disk-0']);
+  assert.deepEqual(got.status!.vms![0]!.disks, ['db-09-disk-0']);
   const inst = (await admin.get(GVRs.VMInstance, TENANT_NS, 'db-09')) as (KubeObject & { spec?: { runStrategy?: string } }) | undefined;
   assert.equal(inst?.spec?.runStrategy, 'Halted');
   // Nothing either replica did was refused by the API server under the chart's RBAC.

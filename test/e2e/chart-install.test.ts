@@ -182,7 +182,7 @@ test("the controller, running with a token of the chart's ServiceAccount, import
   assert.equal(got.status?.phase, 'Succeeded');
   const vm = got.status!.vms![0]!;
   assert.equal(vm.name, 'app-07');
-  assert.deepEqual(vm.disks?.map((d) => d.vmDisk), ['app-07-disk-0', 'app-07-disk-1']);
+  assert.deepEqual(vm.disks, ['app-07-disk-0', 'app-07-disk-1']);
   const inst = (await admin.get(GVRs.VMInstance, TENANT_NS, 'app-07')) as (KubeObject & { spec?: { runStrategy?: string } }) | undefined;
   assert.equal(inst?.spec?.runStrategy, 'Halted');
   // Nothing the controller did was refused by the API server.

@@ -266,14 +266,14 @@ async function runHandoff(w: World, o: RunOptions = {}): Promise<RunResult> {
         // what the caller persisted.
         // `record`: the task's status write before a create (it survives a crash after the create).
         const record = async (disks: HandoffOutcome['disks'], vmInstance?: string): Promise<void> => {
-          w.status = { ...w.status, disks, ...(vmInstance ? { vmInstance } : {}) };
+          w.status = { ...w.status, diskHandoffs: disks, ...(vmInstance ? { vmInstance } : {}) };
         };
         outcome = await reconcileHandoff(ctxFor(c), { task: w.task, spec: w.spec, vmName: w.vmName, status: w.status, className: w.className, forkliftVM, transferClaims, record });
       } catch (e) {
         if (e instanceof SimulatedCrash) continue; // the status write of this call never happened
         throw e;
       }
-      w.status = { ...w.status, disks: outcome.disks, ...(outcome.vmInstance ? { vmInstance: outcome.vmInstance } : {}) };
+      w.status = { ...w.status, diskHandoffs: outcome.disks, ...(outcome.vmInstance ? { vmInstance: outcome.vmInstance } : {}) };
       await o.onOutcome?.(outcome, i);
       if (outcome.state !== 'progress') return { outcome, steps, crashed };
       if (o.cdi !== false) {
@@ -587,9 +587,9 @@ test('a process preloaded with a kill point SIGKILLs itself right after that ste
     let status = w.status;
     for (let i = 0; i < 1000; i++) {
       const forkliftVM = await client.get(GVRs.VirtualMachine, w.ns, w.scaffoldName);
-      const record = async (disks) => { status = { ...status, disks }; };
+      const record = async (disks) => { status = { ...status, diskHandoffs: disks }; };
       const o = await reconcileHandoff(ctx, { task: w.task, spec: w.spec, vmName: w.vmName, status, className: w.className, forkliftVM, transferClaims: [], record });
-      status = { ...status, disks: o.disks };
+      status = { ...status, diskHandoffs: o.disks };
       if (o.state !== 'progress') { console.log('finished without being killed: ' + o.state); process.exit(3); }
       await new Promise((r) => setTimeout(r, 10));
     }

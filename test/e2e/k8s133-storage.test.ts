@@ -41,7 +41,7 @@ test('with the CSI provisioner guarding its volumes, a VM is handed off copy-fre
   const wait = await kubectl(['wait', '--for=condition=Ready', '-n', ns, 'vmimporttask/import', '--timeout=120s'], { timeoutMs: 130_000 });
   const t = (await c.get(GVRs.VMImportTask, ns, 'import')) as unknown as VMImportTask;
   assert.equal(wait.code, 0, `${wait.stderr} — status: ${JSON.stringify(t.status)}`);
-  const disk = t.status!.vms![0]!.disks![0]!;
+  const disk = t.status!.vms![0]!.diskHandoffs![0]!;
   assert.ok(disk.volumeName);
 
   // The volume Forklift filled is the VMDisk's, on the class's policy, guarded again by the provisioner.

@@ -115,7 +115,7 @@ test('a leader frozen mid multi-disk handoff makes no write after its lease expi
     // Freeze the leader as soon as the handoff has begun on some disk and not finished the last one.
     const task = (): Promise<VMImportTask | undefined> => c.get(GVRs.VMImportTask, ns, 't') as unknown as Promise<VMImportTask | undefined>;
     const midway = await waitFor('the handoff midway', async () => {
-      const disks = (await task())?.status?.vms?.[0]?.disks ?? [];
+      const disks = (await task())?.status?.vms?.[0]?.diskHandoffs ?? [];
       const started = disks.filter((d) => d.handoff).length;
       return started > 0 && disks.filter((d) => d.handoff === 'done').length < DISKS ? disks : undefined;
     }, { timeoutMs: 120_000, intervalMs: 10 });
@@ -130,7 +130,7 @@ test('a leader frozen mid multi-disk handoff makes no write after its lease expi
       // Let the new leader work a moment so both would be writing the same task if the first could.
       await waitFor('the new leader reconciles the task', async () => {
         const v = (await task())?.status?.vms?.[0];
-        return v?.phase === 'Succeeded' || (v?.disks ?? []).filter((d) => d.handoff).length > midway.filter((d) => d.handoff).length ? true : undefined;
+        return v?.phase === 'Succeeded' || (v?.diskHandoffs ?? []).filter((d) => d.handoff).length > midway.filter((d) => d.handoff).length ? true : undefined;
       }, { timeoutMs: 60_000 });
     } finally {
       leader.child.kill('SIGCONT');

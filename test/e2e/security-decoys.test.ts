@@ -41,7 +41,7 @@ async function taskReconciles(): Promise<number> {
 async function observe(ns: string, task: VMImportTask): Promise<unknown> {
   const t = (await c.get(GVRs.VMImportTask, ns, task.metadata.name!)) as unknown as VMImportTask;
   const vms = t.status?.vms ?? [];
-  const disks = vms.flatMap((v) => v.disks ?? []);
+  const disks = vms.flatMap((v) => v.diskHandoffs ?? []);
   const one = async (gvr: typeof GVRs.VMDisk, name: string | undefined, namespace?: string) => {
     const o = name ? await c.get<KubeObject & { spec?: unknown }>(gvr, namespace, name) : undefined;
     return o ? { name, uid: o.metadata?.uid, resourceVersion: o.metadata?.resourceVersion, labels: o.metadata?.labels, spec: o.spec } : undefined;
@@ -69,7 +69,7 @@ test("objects a tenant labels like another task's outputs (claims, DataVolumes, 
     return x?.status?.completedAt ? x : undefined;
   }, { timeoutMs: 120_000 });
   assert.equal(task.status?.vms?.[0]?.phase, 'Succeeded', JSON.stringify(task.status));
-  const disk = task.status!.vms![0]!.disks![0]!;
+  const disk = task.status!.vms![0]!.diskHandoffs![0]!;
   assert.ok(disk.volumeName, 'the disk records the volume its transfer filled');
   const before = (await observe(ns, task)) as { vmDisks: unknown[]; volumes: unknown[]; instances: unknown[] };
   for (const k of ['vmDisks', 'volumes', 'instances'] as const) assert.ok(before[k].length > 0 && before[k].every(Boolean), `every output is observed (${k})`);

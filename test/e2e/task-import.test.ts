@@ -106,11 +106,17 @@ test('two VMs, one with three disks, are imported to Ready=True with per-VM prog
     assert.equal(typeof v.downtimeSeconds, 'number');
   }
   assert.equal(b.bytesTotal, 14 * GiB);
-  assert.deepEqual(b.disks?.map((d) => d.vmDisk), ['db-01-disk-0', 'db-01-disk-1', 'db-01-disk-2']);
+  assert.deepEqual(b.diskHandoffs?.map((d) => [d.vmDisk, d.handoff]), [['db-01-disk-0', 'done'], ['db-01-disk-1', 'done'], ['db-01-disk-2', 'done']]);
   // the outputs exist, named as the status says
   assert.ok(await c.get(GVRs.VMInstance, ns, 'web-01'));
   assert.ok(await c.get(GVRs.VMInstance, ns, 'db-01'));
-  for (const d of b.disks!) assert.ok(await c.get(GVRs.VMDisk, ns, d.vmDisk), d.vmDisk);
+  // What Cozystack's console reads as the VM's disks (links to /console/vmdisks/<name>): the names of
+  // the VMDisks that exist, in source order, as the tenant reads them with kubectl.
+  const listed = await kubectl(['get', 'vmimporttask', 'import', '-n', ns, '-o', 'jsonpath={.status.vms[1].disks}']);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.deepEqual(JSON.parse(listed.stdout), ['db-01-disk-0', 'db-01-disk-1', 'db-01-disk-2']);
+  assert.deepEqual(a.disks, ['web-01-disk-0']);
+  for (const name of [...a.disks!, ...b.disks!]) assert.ok(await c.get(GVRs.VMDisk, ns, name), `VMDisk ${name} listed in status.vms[].disks exists`);
 
   // Events for the tenant
   const events = (await c.list(GVRs.Event, ns)).items as Array<KubeObject & { reason?: string; involvedObject?: { name?: string } }>;
@@ -133,10 +139,10 @@ test('two VMs, one with three disks, are imported to Ready=True with per-VM prog
   // their claims and volumes (same objects, still Bound to each other).
   type Claim = KubeObject & { spec?: { volumeName?: string }; status?: { phase?: string } };
   const volumesBefore = new Map<string, { claimUID: string; pv: string; pvUID: string }>();
-  for (const d of b.disks!) {
-    const claim = (await c.get<Claim>(GVRs.PersistentVolumeClaim, ns, `vm-disk-${d.vmDisk}`))!;
+  for (const name of b.disks!) {
+    const claim = (await c.get<Claim>(GVRs.PersistentVolumeClaim, ns, `vm-disk-${name}`))!;
     const pv = (await c.get(GVRs.PersistentVolume, undefined, claim.spec!.volumeName!))!;
-    volumesBefore.set(d.vmDisk, { claimUID: claim.metadata!.uid!, pv: pv.metadata!.name!, pvUID: pv.metadata!.uid! });
+    volumesBefore.set(name, { claimUID: claim.metadata!.uid!, pv: pv.metadata!.name!, pvUID: pv.metadata!.uid! });
   }
   // A sentinel owned by the task tells when the garbage collector has processed the task's deletion.
   const task = (await getTask(ns, 'import'))!;
@@ -155,7 +161,7 @@ test('two VMs, one with three disks, are imported to Ready=True with per-VM prog
   const scaffolding = (await forkliftObjects(ns)).filter((x) => /^(NetworkMap|StorageMap|Plan|Migration)\//.test(x));
   assert.deepEqual(scaffolding, []);
   for (const n of ['web-01', 'db-01']) assert.ok(await c.get(GVRs.VMInstance, ns, n), `VMInstance ${n} was removed with the task`);
-  for (const d of b.disks!) assert.ok(await c.get(GVRs.VMDisk, ns, d.vmDisk), `VMDisk ${d.vmDisk} was removed with the task`);
+  for (const name of b.disks!) assert.ok(await c.get(GVRs.VMDisk, ns, name), `VMDisk ${name} was removed with the task`);
 
 });
 

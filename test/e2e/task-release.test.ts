@@ -54,7 +54,8 @@ test("a VM succeeds only with every VMDisk and its VMInstance deployed; a missin
   const good = t.status!.vms!.find((v) => v.id === 'vm-1')!;
   assert.equal(good.phase, 'Succeeded', JSON.stringify(good));
   assert.equal(ready(await c.get(GVRs.VMInstance, ns, 'good01'))?.status, 'True');
-  for (const d of good.disks ?? []) assert.equal(ready(await c.get(GVRs.VMDisk, ns, d.vmDisk))?.status, 'True', d.vmDisk);
+  assert.deepEqual(good.disks, ['good01-disk-0']);
+  for (const name of good.disks ?? []) assert.equal(ready(await c.get(GVRs.VMDisk, ns, name))?.status, 'True', name);
   assert.equal(await c.get(GVRs.VirtualMachine, ns, 'good01'), undefined, "Forklift's VM of an imported VM is deleted");
 
   const bad = t.status!.vms!.find((v) => v.id === 'vm-2')!;

@@ -73,8 +73,11 @@ test('a tenant follows a task to its end, then finds the VM and its disks by the
   const outputs = await asTenant(['get', 'vminstance,vmdisk', '-l', sel, '-o', 'name']);
   assert.equal(outputs.code, 0, outputs.stderr);
   assert.deepEqual(outputs.stdout.trim().split('\n').sort(), ['vmdisk.apps.cozystack.io/web01-disk-0', 'vmdisk.apps.cozystack.io/web01-disk-1', 'vminstance.apps.cozystack.io/web01']);
-  const disks = await asTenant(['get', 'vmimporttask', 'web', '-o', 'jsonpath={range .status.vms[0].disks[*]}{.vmDisk} {.handoff}{"\\n"}{end}']);
+  const disks = await asTenant(['get', 'vmimporttask', 'web', '-o', 'jsonpath={range .status.vms[0].diskHandoffs[*]}{.vmDisk} {.handoff}{"\\n"}{end}']);
   assert.deepEqual(disks.stdout.trim().split('\n'), ['web01-disk-0 done', 'web01-disk-1 done']);
+  // What Cozystack's console lists as the VM's disks: the VMDisk names, in source order.
+  const names = await asTenant(['get', 'vmimporttask', 'web', '-o', 'jsonpath={.status.vms[0].disks}']);
+  assert.deepEqual(JSON.parse(names.stdout), ['web01-disk-0', 'web01-disk-1']);
   const del = await asTenant(['delete', 'vminstance,vmdisk', '-l', sel, '--wait=false']);
   assert.equal(del.code, 0, del.stderr);
   await waitFor('the VM and its disks gone', async () => (await asTenant(['get', 'vminstance,vmdisk', '-l', sel, '-o', 'name'])).stdout.trim() === '');

@@ -155,7 +155,7 @@ function worldBeforeVMDisk(): { api: FakeAPI; input: (over?: Partial<HandoffInpu
   api.put(GVRs.PersistentVolumeClaim, claim);
   const vm = api.put(GVRs.VirtualMachine, { metadata: { name: 'db', namespace: NS }, spec: { template: { spec: { volumes: [{ name: 'vol-0', persistentVolumeClaim: { claimName: 'plan-db-0' } }] } } } } as KubeObject);
   const recorded: DiskStatus[][] = [];
-  const status = { id: 'vm-1', name: 'db', phase: 'Creating' as const, disks: [{ index: 0, vmDisk: 'db-disk-0', volumeName: 'pv-1', transferClaim: 'plan-db-0', handoff: Step.CreateDataVolume }] };
+  const status = { id: 'vm-1', name: 'db', phase: 'Creating' as const, disks: ['db-disk-0'], diskHandoffs: [{ index: 0, vmDisk: 'db-disk-0', volumeName: 'pv-1', transferClaim: 'plan-db-0', handoff: Step.CreateDataVolume }] };
   const input = (over: Partial<HandoffInput> = {}): HandoffInput => ({
     task: TASK,
     spec: SPEC,
@@ -189,11 +189,22 @@ test('the VMDisk’s create is announced in the task’s status before the VMDis
 
 test('a VMDisk announced but missing is made, not called deleted: its create may never have happened', async () => {
   const { api, input } = worldBeforeVMDisk();
-  const announced = { ...input().status, disks: [{ ...input().status.disks![0]!, handoff: pendingCheckpoint(Step.CreateVMDisk) }] };
+  const announced = { ...input().status, diskHandoffs: [{ ...input().status.diskHandoffs![0]!, handoff: pendingCheckpoint(Step.CreateVMDisk) }] };
   const out = await new Handoff().reconcile(ctxOf(api), input({ status: announced }));
   assert.equal(out.state, 'progress', out.message);
   assert.equal(out.step, Step.CreateVMDisk);
   assert.ok(api.find(GVRs.VMDisk, NS, 'db-disk-0'), 'the VMDisk exists');
+});
+
+test('a status an earlier version wrote, its evidence as objects in disks, resumes the handoff at its checkpoint: the announced VMDisk is made, nothing before it redone, the evidence carried on', async () => {
+  const { api, input } = worldBeforeVMDisk();
+  const { diskHandoffs, ...rest } = input().status;
+  const legacy = { ...rest, disks: [{ ...diskHandoffs![0]!, handoff: pendingCheckpoint(Step.CreateVMDisk) }] as unknown as string[] };
+  const out = await new Handoff().reconcile(ctxOf(api), input({ status: legacy }));
+  assert.equal(out.state, 'progress', out.message);
+  assert.equal(out.step, Step.CreateVMDisk);
+  assert.deepEqual(api.calls.filter((c) => c.verb === 'create').map((c) => `${c.kind} ${c.name}`), ['VMDisk db-disk-0'], 'only the step after the checkpoint runs');
+  assert.deepEqual(out.disks.map((d) => [d.vmDisk, d.volumeName, d.transferClaim, d.handoff]), [['db-disk-0', 'pv-1', 'plan-db-0', Step.CreateVMDisk]]);
 });
 
 test('a create that answers an error puts the checkpoint back, so that the next pass makes the output instead of calling it deleted', async () => {
@@ -205,7 +216,7 @@ test('a create that answers an error puts the checkpoint back, so that the next 
 
 test('a VMDisk deleted after its create was recorded fails the VM with OutputDeleted; the volume stays Retain in the task’s custody, the claim leaves the handoff’s finalizer and the scaffolding VM goes', async () => {
   const { api, input } = worldBeforeVMDisk();
-  const recordedStatus = { ...input().status, disks: [{ ...input().status.disks![0]!, handoff: Step.CreateVMDisk }] };
+  const recordedStatus = { ...input().status, diskHandoffs: [{ ...input().status.diskHandoffs![0]!, handoff: Step.CreateVMDisk }] };
   // The tenant deleted the VMDisk; its chart's uninstall took the DataVolume, and the garbage collector
   // started deleting the claim (held by the finalizer).
   api.objects.delete(`DataVolume/${NS}/vm-disk-db-disk-0`);
@@ -229,7 +240,7 @@ test('a settled volume whose claim is being deleted goes back on Retain before t
   (pv.spec as Record<string, unknown>).persistentVolumeReclaimPolicy = 'Delete';
   pv.metadata!.annotations = { 'forklift.cozystack.io/handoff': 'settled' };
   api.find(GVRs.PersistentVolumeClaim, NS, 'vm-disk-db-disk-0')!.metadata!.deletionTimestamp = '2026-12-03T11:59:59Z';
-  const status = { ...input().status, disks: [{ ...input().status.disks![0]!, handoff: 'done' }] };
+  const status = { ...input().status, diskHandoffs: [{ ...input().status.diskHandoffs![0]!, handoff: 'done' }] };
   const out = await new Handoff().reconcile(ctxOf(api), input({ status }));
   assert.equal(out.reason, TaskReason.OutputDeleted, out.message);
   const writes = api.calls.filter((c) => c.verb === 'patch').map((c) => `${c.kind} ${c.name}`);
@@ -321,7 +332,7 @@ async function runToVerdict(api: FakeAPI, crashAfter?: StepName): Promise<{ outc
         forkliftVM: api.find(GVRs.VirtualMachine, NS, 'db'),
         transferClaims: [],
         record: async (disks, vmInstance) => {
-          status = { ...status, disks, ...(vmInstance ? { vmInstance } : {}) };
+          status = { ...status, diskHandoffs: disks, ...(vmInstance ? { vmInstance } : {}) };
         },
       };
       let outcome: HandoffOutcome;
@@ -332,7 +343,7 @@ async function runToVerdict(api: FakeAPI, crashAfter?: StepName): Promise<{ outc
         cluster(api);
         continue; // the status write of this pass never happened; what `record` wrote stays
       }
-      status = { ...status, disks: outcome.disks, ...(outcome.vmInstance ? { vmInstance: outcome.vmInstance } : {}) };
+      status = { ...status, diskHandoffs: outcome.disks, ...(outcome.vmInstance ? { vmInstance: outcome.vmInstance } : {}) };
       if (outcome.state !== 'progress') return { outcome, steps, crashed };
       cluster(api);
     }

@@ -28,6 +28,7 @@ import {
   vmDiskName,
 } from '../../api/labels.ts';
 import { TaskReason } from '../../api/conditions.ts';
+import { readVMDisks } from '../../api/disks.ts';
 import type { DiskStatus, ShapeStatus, TaskVM, VMImportSource, VMImportTask, VMStatus } from '../../api/types.ts';
 import { readScaffoldingDisks, readScaffoldingShape } from '../../cozystack/kubevirt.ts';
 import { APPLICATION_DEFINITION, BASELINE_CAPABILITIES, VM_INSTANCE_DEFINITION, carryShape, guestFactsFrom, shapeStatus, vmInstanceCapabilities, type VMInstanceCapabilities } from '../../cozystack/platform.ts';
@@ -220,7 +221,7 @@ function planDisks(input: HandoffInput, recordedPVs: KubeObject[]): DiskPlan[] {
     const i = markedDiskIndex(pv);
     if (i !== undefined) byIndex.set(i, pv);
   }
-  const prev = new Map((input.status.disks ?? []).map((d) => [d.index, d]));
+  const prev = new Map(readVMDisks(input.status).evidence.map((d) => [d.index, d]));
   // The scaffolding VM is the source order while it exists; after it is gone, the recorded volumes
   // and the status carry the disk list.
   const count = scaffold.length || Math.max(0, ...[...byIndex.keys()].map((i) => i + 1), ...[...prev.keys()].map((i) => i + 1));
@@ -667,7 +668,7 @@ async function keepInCustody(ctx: ReconcileContext, st: HandoffState, input: Han
     kept.push({ name, disk: markedDiskIndex(pv), capacity: (pv.spec as { capacity?: { storage?: string } } | undefined)?.capacity?.storage });
   }
   const markers: Markers = { taskUid: uid, vmId: input.spec.id };
-  const diskNames = new Set([...(input.status.disks ?? []).map((d) => d.vmDisk), ...kept.map((k) => (k.disk === undefined ? '' : vmDiskName(input.vmName, k.disk)))]);
+  const diskNames = new Set([...readVMDisks(input.status).evidence.map((d) => d.vmDisk), ...kept.map((k) => (k.disk === undefined ? '' : vmDiskName(input.vmName, k.disk)))]);
   for (const disk of diskNames) {
     if (!disk) continue;
     const name = vmDiskClaimName(disk);
@@ -737,7 +738,7 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
   const cachedPVs = pvCache?.list(undefined, pvLabels) ?? [];
   // Fewer cached volumes than disks whose handoff has begun: the cache dropped some (it holds a task's
   // outputs only while it knows the task runs: task/retention.ts) — the API server answers instead.
-  const begun = (input.status.disks ?? []).filter((d) => d.handoff).length;
+  const begun = readVMDisks(input.status).evidence.filter((d) => d.handoff).length;
   if (cachedPVs.length && cachedPVs.length >= begun) {
     const current = await Promise.all(cachedPVs.map((pv) => rd.get(GVRs.PersistentVolume, undefined, pv.metadata?.name)));
     for (const cur of current) if (cur && markedDiskIndex(cur) !== undefined && cur.metadata?.labels?.[LABEL_TASK_UID] === markers.taskUid) recordedPVs.push(cur);

@@ -4,7 +4,8 @@
 // preconditions, so a step decided on a stale read fails harmlessly and a crash between two is resumed.
 import { TaskReason } from '../../api/conditions.ts';
 import { ANNOTATION_KEEP_VOLUMES, CLAIM_FINALIZER, FINALIZER, LABEL_TASK_UID, LABEL_VM_ID, UPSTREAM_LABEL_TASK_NAME, UPSTREAM_LABEL_TASK_NAMESPACE, UPSTREAM_TASK_FINALIZER, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
-import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
+import type { DiskStatus, VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
+import { diskNames, readVMDisks, withVMDisks, type VMDisks } from '../../api/disks.ts';
 import { translateFailure, translatePlanBlockers, type FailureContext } from '../../forklift/failures.ts';
 import type { ProviderRefs } from '../../forklift/maps.ts';
 import { renderMigration } from '../../forklift/migration.ts';
@@ -127,6 +128,9 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
     case 'handoff': {
       const v = a.status;
       const creating = (o: Partial<VMStatus>): VMStatus => ({ ...v, phase: 'Creating', reason: TaskReason.Creating, ...o });
+      // The handoff names the VMDisks: from its first record on, status.vms[].disks lists them, and its
+      // evidence goes to diskHandoffs in the same write.
+      const handedOver = (evidence: DiskStatus[]): VMDisks => ({ names: diskNames(evidence), evidence });
       const h = await fx.handoff.reconcile(ctx, {
         task,
         spec: task.spec.vms.find((s) => s.id === v.id)!,
@@ -135,10 +139,10 @@ export async function applyVMAction(ctx: ReconcileContext, fx: TaskEffects, i: A
         className: task.status?.storageClass ?? '',
         forkliftVM: i.objects.forkliftVM,
         transferClaims: i.objects.transferClaims,
-        record: (disks, vmInstance) => i.record(creating({ disks, ...(vmInstance ? { vmInstance } : {}), message: v.phase === 'Creating' ? v.message : 'handing the transferred volumes over to VMDisks' })),
+        record: (disks, vmInstance) => i.record(withVMDisks(creating({ ...(vmInstance ? { vmInstance } : {}), message: v.phase === 'Creating' ? v.message : 'handing the transferred volumes over to VMDisks' }), handedOver(disks))),
       });
       // The pass that made the VMInstance says what of the source's shape it carries; later passes keep it.
-      const out: VMStatus = { ...v, disks: h.disks, vmInstance: h.vmInstance ?? v.vmInstance, ...(h.shape ? { shape: h.shape } : {}) };
+      const out: VMStatus = { ...withVMDisks(v, handedOver(h.disks)), vmInstance: h.vmInstance ?? v.vmInstance, ...(h.shape ? { shape: h.shape } : {}) };
       if (h.state === 'failed') return { status: failVM(out, h.reason ?? TaskReason.OutputRejected, h.message ?? 'the handoff failed'), requeueAfterMs: h.requeueAfterMs };
       if (h.state === 'done') {
         const ts = { ...(out.timestamps ?? {}), completed: notBefore(i.now, out.timestamps?.transferred) };
@@ -328,7 +332,7 @@ export async function finalize(ctx: ReconcileContext, fx: Pick<TaskEffects, 'mem
     const plans = await listOptional(ctx, GVRs.Plan, ns, mine);
     // Claims already being handed off belong to the handoff: deleted only once their volume is released
     // under its class's policy (above), never while it is kept for an admin.
-    const handedOff = new Set(!keep ? [] : (task.status?.vms ?? []).flatMap((v) => (v.disks ?? []).filter((d) => d.handoff && d.transferClaim).map((d) => d.transferClaim!)));
+    const handedOff = new Set(!keep ? [] : (task.status?.vms ?? []).flatMap((v) => readVMDisks(v).evidence.filter((d) => d.handoff && d.transferClaim).map((d) => d.transferClaim!)));
     for (const m of migrations) {
       // Deleting the active Migration cancels the run (docs/forklift-contract.md, Plan).
       if (await ctx.client.delete(GVRs.Migration, ns, m.metadata!.name!, { propagationPolicy: 'Background' })) remaining++;

@@ -3,6 +3,7 @@
 // fail a VM. Reads only; the one thing it keeps is the progress samples (memory.ts) a rate needs.
 import { LABEL_TASK_UID, LABEL_VM_ID, VMDISK_RELEASE_PREFIX } from '../../api/labels.ts';
 import type { VMImportTask, VMStatus } from '../../api/types.ts';
+import { readVMDisks } from '../../api/disks.ts';
 import { claimsPendingAfterCopy, engineSucceededWithoutOutput } from '../../forklift/failures.ts';
 import { readVMMigration } from '../../forklift/migration.ts';
 import { conditionsOf, readPlanVerdict } from '../../forklift/plan.ts';
@@ -134,12 +135,13 @@ export async function observeVM(ctx: ReconcileContext, mem: TaskMemory, task: VM
     // Once the handoff has recorded a step, it consumes the transfer claims and the scaffolding VM: their
     // absence is expected, and the cache answers alone. Before that an absence is confirmed by the API
     // server, because "Forklift produced nothing" fails the VM.
-    const startedByStatus = (v0.disks ?? []).some((d) => d.handoff) || !!v0.vmInstance;
+    const evidence = readVMDisks(v0).evidence;
+    const startedByStatus = evidence.some((d) => d.handoff) || !!v0.vmInstance;
     const forkliftVMs = await listOptional(ctx, GVRs.VirtualMachine, ns, sel, { preferCache: true, trustCacheAbsence: startedByStatus });
     const claims = (await listOptional(ctx, GVRs.PersistentVolumeClaim, ns, sel, { preferCache: true, trustCacheAbsence: startedByStatus })).filter((c) => !c.metadata?.name?.startsWith(VMDISK_RELEASE_PREFIX));
     objects.forkliftVM = forkliftVMs[0];
     objects.transferClaims = claims;
-    const succeededWithoutOutput = engineSucceededWithoutOutput({ engineSucceeded: true, forkliftVM: forkliftVMs[0], transferClaims: claims, expectedDisks: v0.disks?.length ?? 0 });
+    const succeededWithoutOutput = engineSucceededWithoutOutput({ engineSucceeded: true, forkliftVM: forkliftVMs[0], transferClaims: claims, expectedDisks: evidence.length });
     // The handoff marks the PVs it has started on: a crash between its steps and our status write
     // must not read as "nothing produced". Asked only when it matters.
     const handoffStarted =

@@ -217,7 +217,7 @@ export async function runPreflight(p: PreflightInput): Promise<PreflightResult> 
       }
     }
     const diskStatus: DiskStatus[] = disks.map((d, i) => ({ index: i, vmDisk: vmDiskName(name, i), capacityBytes: d.capacity }));
-    cur = { ...cur, disks: diskStatus, bytesTotal: disks.reduce((a, d) => a + (d.capacity ?? 0), 0) };
+    cur = { ...cur, diskHandoffs: diskStatus, bytesTotal: disks.reduce((a, d) => a + (d.capacity ?? 0), 0) };
     inventory.set(v.id, inv);
     out.push(cur);
   }

@@ -7,7 +7,8 @@
 import { Registry } from 'prom-client';
 import type { ControllerConfig } from '../../config.ts';
 import { FINALIZER, LABEL_MANAGED_BY, LABEL_TASK, MANAGED_BY_VALUE } from '../../api/labels.ts';
-import type { VMImportSource, VMImportTask, VMStatus } from '../../api/types.ts';
+import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
+import { hasLegacyDisks, normalizeVMDisks } from '../../api/disks.ts';
 import { defaultInventoryClient } from '../../forklift/inventory-client.ts';
 import { renderNetworkMap, renderStorageMap, type InventoryNetworkLike, type InventoryVMLike, type ProviderRefs } from '../../forklift/maps.ts';
 import { networkMapName, planName, storageMapName, migrationName } from '../../forklift/names.ts';
@@ -106,8 +107,16 @@ const bySource = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): Obje
 const ourSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`;
 const keepTaskObjects = (obj: KubeObject, cache: (gvr: GVR) => Cache | undefined): boolean => keepTaskObject(obj, cache(GVRs.VMImportTask), Date.now());
 
+/** `st` with its VMs' disks in this version's shape, or undefined when `st` is undefined. */
+function migrateDisks(st: VMImportTaskStatus | undefined): VMImportTaskStatus | undefined {
+  if (!st) return undefined;
+  return st.vms?.some(hasLegacyDisks) ? { ...st, vms: st.vms.map(normalizeVMDisks) } : st;
+}
+
 function initialVMs(task: VMImportTask): VMStatus[] {
-  const prev = task.status?.vms ?? [];
+  // A VM status an earlier version wrote (its evidence in `disks`) is read in this version's shape: the
+  // pass's first status write stores both fields at once (src/api/disks.ts).
+  const prev = (task.status?.vms ?? []).map(normalizeVMDisks);
   // Until preflight resolves the default name, the VM's id stands in for it (the schema requires a
   // non-null name, and the API server refused an empty one as null).
   return task.spec.vms.map((s) => prev.find((p) => p.id === s.id) ?? { id: s.id, name: s.name ?? s.id, phase: 'Pending' as const });
@@ -195,7 +204,9 @@ export class TaskReconciler implements Reconciler {
       this.metrics.setStalled(key, []);
       this.budget.forget(this.mem.dropTask(key) ?? task.metadata.uid);
       // Ended before the Finished condition existed: add it once, so a wait on it ends here too.
-      const backfilled = backfillFinished(task.status, task.metadata.generation, ctx.now());
+      // Written by an earlier version: its VMs' disks are stored once in this version's shape, so that the
+      // console lists the VMDisk names (src/api/disks.ts).
+      const backfilled = migrateDisks(backfillFinished(task.status, task.metadata.generation, ctx.now()) ?? task.status);
       if (backfilled) this.mem.ownWrites.wrote(GVRs.VMImportTask, await patchStatus(ctx.client, GVRs.VMImportTask, task, backfilled));
       // Forklift's VDDK Secret goes only with an archived Plan (retire.ts).
       const retireMs = await retireEndedPlans(ctx, task);

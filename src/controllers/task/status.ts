@@ -1,6 +1,7 @@
 // Pure derivation of a VMImportTask's phase, conditions and aggregate progress from its per-VM states.
 import { CONDITION_FINISHED, CONDITION_READY, CONDITION_TRANSFERRED, CONDITION_VALIDATED, REASON_IN_PROGRESS, TaskReason } from '../../api/conditions.ts';
 import type { HeldVolume, TaskPhase, TaskTransferStatus, VMImportTaskStatus, VMPhase, VMStatus } from '../../api/types.ts';
+import { readVMDisks } from '../../api/disks.ts';
 import { setCondition } from '../../runtime/status.ts';
 
 /** Reasons for the True side of Validated/Transferred (not failure reasons, so not in TaskReason). */
@@ -96,7 +97,7 @@ export function heldVolumes(vms: readonly VMStatus[]): HeldVolume[] {
   const out: HeldVolume[] = [];
   for (const v of vms) {
     if (v.phase !== 'Failed') continue;
-    for (const d of v.disks ?? []) {
+    for (const d of readVMDisks(v).evidence) {
       if (!d.handoff || !d.volumeName) continue;
       out.push({ name: d.volumeName, vm: v.id, disk: d.index, ...(d.capacityBytes !== undefined ? { capacityBytes: d.capacityBytes } : {}) });
     }

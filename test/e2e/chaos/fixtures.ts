@@ -94,7 +94,7 @@ export async function waitTasksEnded(c: KubeClient, tasks: TaskRef[], timeoutMs:
     // Where each unfinished task stood: the first thing anyone reading the failure needs.
     const where = last.filter((t) => !t?.status?.completedAt).map((t) => {
       const ready = t?.status?.conditions?.find((x) => x.type === 'Ready');
-      const vms = (t?.status?.vms ?? []).map((v) => `${v.id} ${v.phase}${v.reason ? `/${v.reason}` : ''}${v.message ? ` "${v.message}"` : ''} disks ${(v.disks ?? []).map((d) => d.handoff ?? '-').join(',')}`);
+      const vms = (t?.status?.vms ?? []).map((v) => `${v.id} ${v.phase}${v.reason ? `/${v.reason}` : ''}${v.message ? ` "${v.message}"` : ''} disks ${(v.diskHandoffs ?? []).map((d) => d.handoff ?? '-').join(',')}`);
       return `${t?.metadata.namespace}/${t?.metadata.name}: ${t?.status?.phase} Ready=${ready?.status}/${ready?.reason} "${ready?.message ?? ''}"; ${vms.join('; ')}`;
     });
     throw new Error(`${(e as Error).message}; unfinished: ${where.join(' | ')}`);
