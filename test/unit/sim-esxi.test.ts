@@ -118,3 +118,25 @@ test('a transfer copied between two looks hands its share to the others from tha
   // small is copied at 1 s (50 MB each); big then runs alone: 50 + 100·9 MB by 10 s.
   assert.equal(Math.round(h.bytesDone('big', 10_000) / MB), 950);
 });
+
+test('a held transfer keeps its connection but moves nothing and leaves its share to the others', () => {
+  const h = new EsxiHosts([{ id: 'h', bandwidthBytesPerSecond: 100 * MB, connectionCeiling: 2 }]);
+  h.start('h', 'stuck', 1000 * MB, 0);
+  h.start('h', 'other', 1000 * MB, 0);
+  h.hold('stuck', true, 1000);
+  assert.equal(h.bytesDone('stuck', 3000), 50 * MB, 'it moved its half until held, nothing since');
+  assert.equal(h.rate('other', 3000), 100 * MB);
+  assert.equal(h.bytesDone('other', 3000), 250 * MB);
+  assert.equal(h.start('h', 'third', MB, 3000).ok, false, 'a held stream still counts against the ceiling');
+  assert.deepEqual(h.nextCompletion(), { at: 3000 + 7500, id: 'other' }, 'a held stream never completes on its own');
+  h.hold('stuck', false, 3000);
+  assert.equal(h.rate('stuck', 3000), 50 * MB);
+});
+
+test('an unlimited host moves each stream at its per-stream bound, however many there are', () => {
+  const h = new EsxiHosts([{ id: 'h', bandwidthBytesPerSecond: Infinity, perStreamBytesPerSecond: 10 * MB }]);
+  for (let i = 0; i < 5; i++) h.start('h', `d${i}`, 100 * MB, 0);
+  assert.equal(h.bytesDone('d4', 2000), 20 * MB);
+  assert.equal(h.hostRate('h', 2000), 50 * MB);
+  assert.throws(() => new EsxiHosts([{ id: 'x', bandwidthBytesPerSecond: Infinity }]), /finite perStreamBytesPerSecond/);
+});
