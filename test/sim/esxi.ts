@@ -127,7 +127,25 @@ export class EsxiHosts {
         if (r === 0) continue;
         for (const t of h.open.values()) if (moving(t)) until = Math.min(until, this.at + ((t.bytes - t.done) / r) * 1000);
       }
-      this.step(Math.max(until, Math.min(now, this.at + 1e-6)));
+      const next = Math.max(until, Math.min(now, this.at + 1e-6));
+      // On an epoch-ms clock (about 1.8e12) a double resolves about 2.4e-4 ms: a transfer whose last few
+      // hundred bytes take less than that ends at an instant equal to `at`, and stepping to it would move
+      // nothing, forever (the simulator's event loop hung in this loop). Such dust counts as copied now.
+      if (next <= this.at) this.settleDust();
+      else this.step(next);
+    }
+  }
+
+  /** Completes every moving transfer whose remaining bytes take no representable time at its rate. */
+  private settleDust(): void {
+    for (const h of this.hosts.values()) {
+      const r = this.share(h);
+      if (r === 0) continue;
+      for (const t of h.open.values()) {
+        if (!moving(t) || this.at + ((t.bytes - t.done) / r) * 1000 > this.at) continue;
+        h.bytesMoved += t.bytes - t.done;
+        t.done = t.bytes;
+      }
     }
   }
 
