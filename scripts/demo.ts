@@ -323,6 +323,14 @@ async function main(): Promise<void> {
     // cutover phase is on screen, not missed while a separate watch starts.
     step(`Cutover now, as the tenant: kubectl vmimport cutover ${TASK} --now --watch`);
   } else {
+    // The task's own ETA, its ETA printer column (status.transfer.eta), as `kubectl get` shows it while the
+    // disks move: asked for once the controller states one (or the task is already done).
+    await waitUntil('the task’s ETA', IMPORT_DEADLINE_MS, async () => {
+      const t = await getTask();
+      return t?.status?.transfer?.eta || t?.status?.completedAt ? true : undefined;
+    });
+    step(`As the tenant, while it transfers: kubectl get vmimporttask ${TASK}`);
+    say(must(await kubectlAs(kubectl, tenantKC, ['get', 'vmimporttask', TASK, '-n', NS]), 'kubectl get vmimporttask').trimEnd());
     step(`As the tenant: kubectl vmimport watch ${TASK}`);
   }
   const watched = await plugin(WARM ? ['cutover', TASK, '--now', '--watch', ...timeout] : ['watch', TASK, ...timeout]).exit;

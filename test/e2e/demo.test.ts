@@ -52,6 +52,8 @@ test('the demo refuses a WaitForFirstConsumer task at admission, shows the impor
   assert.match(stdout, /caCert placeholder is replaced by the simulated vCenter's CA/);
   assert.match(stdout, /denied the request: spec\.storageClass: storage class "local" has volumeBindingMode WaitForFirstConsumer; .*storage classes that bind Immediate: replicated/);
   // Live progress with bars, bytes and a final Ready, drawn by the plugin as the tenant runs it.
+  // While it transfers, the task's own ETA in its printer column, as kubectl get shows it.
+  assert.match(stdout, /==> As the tenant, while it transfers: kubectl get vmimporttask import-web-tier\n\s*NAME +SOURCE +MODE +PHASE +PROGRESS +ETA +READY +AGE\n\s*import-web-tier +vcenter-prod +cold +Transferring +[\d.]+ +\d+[smhd]\w* +False +\S+\n/);
   assert.match(stdout, /==> As the tenant: kubectl vmimport watch import-web-tier\n/);
   assert.match(stdout, /\nimport-web-tier: all 2 VMs imported\n/);
   assert.match(stdout, /web-01 +Transferring +\[[#-]+\] +\d+% +[\d.]+ \w?i?B \/ 16\.0 GiB/);
