@@ -325,7 +325,22 @@ async function main(): Promise<void> {
   } else {
     step(`As the tenant: kubectl vmimport watch ${TASK}`);
   }
+  // The task's own ETA, its ETA printer column (status.transfer.eta), as `kubectl get` shows it while the
+  // disks move: asked for as the tenant once the controller states one, beside the watch (which owns the
+  // terminal meanwhile), and printed when the watch has ended.
+  const whileTransferring = WARM
+    ? undefined
+    : waitUntil('the task’s ETA', IMPORT_DEADLINE_MS, async () => {
+        const t = await getTask();
+        if (t?.status?.completedAt) return '';
+        return t?.status?.transfer?.eta ? must(await kubectlAs(kubectl, tenantKC, ['get', 'vmimporttask', TASK, '-n', NS]), 'kubectl get vmimporttask') : undefined;
+      }).catch(() => '');
   const watched = await plugin(WARM ? ['cutover', TASK, '--now', '--watch', ...timeout] : ['watch', TASK, ...timeout]).exit;
+  const shown = await whileTransferring;
+  if (shown) {
+    step(`As the tenant, while it transferred: kubectl get vmimporttask ${TASK}`);
+    say(shown.trimEnd());
+  }
   const task = await getTask();
   if (!task?.status?.completedAt) throw new Error(`the import did not finish within ${IMPORT_DEADLINE_MS / 60_000} minutes\n${await stuckReport(admin, task, controllerLog)}`);
   if (watched !== 0) throw new Error(`kubectl vmimport watch exited ${watched}: ${JSON.stringify(task.status, null, 1)}`);

@@ -17,6 +17,12 @@ export interface SimTimings {
   /** Pause between itinerary phases, so observers can see each one. */
   stepMs: number;
   /**
+   * How long CDI's importer pod waits before its next start after it exited with an error (the kubelet's
+   * CrashLoopBackOff, 10 s doubling to 5 min in a cluster), fast-forwarded: a VDDK open refused past the
+   * ESXi host's NFC ceiling is retried this often until Forklift's IMPORTER_RETRY restarts are used up.
+   */
+  importerRestartMs: number;
+  /**
    * Forklift's MAX_VM_INFLIGHT (controller_max_vm_inflight, 20): the disks in flight per ESXi host, across
    * the Plans of one source Provider (scheduler/vsphere/scheduler.go); VMs beyond it are Pending.
    */
@@ -48,6 +54,7 @@ export const DEFAULT_TIMINGS: SimTimings = {
   conversionMs: 1000,
   tickMs: 100,
   stepMs: 30,
+  importerRestartMs: 250,
   maxVmInflight: 20,
   precopyIntervalMs: 1000,
   blockerGraceMs: 3000,

@@ -46,6 +46,8 @@ interface Transfer {
   bytes: number;
   done: number;
   startedAt: number;
+  /** Open but moving nothing (a stalled read, a run Forklift froze): it keeps its connection and takes no share. */
+  held: boolean;
 }
 
 interface HostState {
@@ -73,6 +75,8 @@ export interface HostStats {
 
 /** A transfer with no more than this left counts as copied: integrating rates in floating point leaves dust. */
 const copied = (t: Transfer): boolean => t.bytes - t.done <= Math.max(1e-6, t.bytes * 1e-9);
+/** A transfer that takes a share of its host's bandwidth: open, not copied, not held. */
+const moving = (t: Transfer): boolean => !t.held && !copied(t);
 
 export class EsxiHosts {
   private readonly hosts = new Map<string, HostState>();
@@ -82,6 +86,8 @@ export class EsxiHosts {
   constructor(specs: readonly EsxiHostSpec[], now = 0) {
     for (const s of specs) {
       if (!(s.bandwidthBytesPerSecond > 0)) throw new Error(`host ${s.id}: bandwidth must be positive`);
+      // An unlimited host needs a bound per stream, or a stream alone would move at an infinite rate.
+      if (s.bandwidthBytesPerSecond === Infinity && !(s.perStreamBytesPerSecond && Number.isFinite(s.perStreamBytesPerSecond))) throw new Error(`host ${s.id}: an unlimited bandwidth needs a finite perStreamBytesPerSecond`);
       this.hosts.set(s.id, {
         spec: { id: s.id, bandwidthBytesPerSecond: s.bandwidthBytesPerSecond, connectionCeiling: s.connectionCeiling ?? NFC_CONNECTION_CEILING, ...(s.perStreamBytesPerSecond ? { perStreamBytesPerSecond: s.perStreamBytesPerSecond } : {}) },
         open: new Map(),
@@ -102,10 +108,10 @@ export class EsxiHosts {
 
   /** Each moving stream's rate on a host now: an equal share of the bandwidth, within the per-stream bound. */
   private share(h: HostState): number {
-    let moving = 0;
-    for (const t of h.open.values()) if (!copied(t)) moving++;
-    if (moving === 0) return 0;
-    const fair = h.spec.bandwidthBytesPerSecond / moving;
+    let n = 0;
+    for (const t of h.open.values()) if (moving(t)) n++;
+    if (n === 0) return 0;
+    const fair = h.spec.bandwidthBytesPerSecond / n;
     return h.spec.perStreamBytesPerSecond ? Math.min(fair, h.spec.perStreamBytesPerSecond) : fair;
   }
 
@@ -119,9 +125,27 @@ export class EsxiHosts {
       for (const h of this.hosts.values()) {
         const r = this.share(h);
         if (r === 0) continue;
-        for (const t of h.open.values()) if (!copied(t)) until = Math.min(until, this.at + ((t.bytes - t.done) / r) * 1000);
+        for (const t of h.open.values()) if (moving(t)) until = Math.min(until, this.at + ((t.bytes - t.done) / r) * 1000);
       }
-      this.step(Math.max(until, Math.min(now, this.at + 1e-6)));
+      const next = Math.max(until, Math.min(now, this.at + 1e-6));
+      // On an epoch-ms clock (about 1.8e12) a double resolves about 2.4e-4 ms: a transfer whose last few
+      // hundred bytes take less than that ends at an instant equal to `at`, and stepping to it would move
+      // nothing, forever (the simulator's event loop hung in this loop). Such dust counts as copied now.
+      if (next <= this.at) this.settleDust();
+      else this.step(next);
+    }
+  }
+
+  /** Completes every moving transfer whose remaining bytes take no representable time at its rate. */
+  private settleDust(): void {
+    for (const h of this.hosts.values()) {
+      const r = this.share(h);
+      if (r === 0) continue;
+      for (const t of h.open.values()) {
+        if (!moving(t) || this.at + ((t.bytes - t.done) / r) * 1000 > this.at) continue;
+        h.bytesMoved += t.bytes - t.done;
+        t.done = t.bytes;
+      }
     }
   }
 
@@ -131,7 +155,7 @@ export class EsxiHosts {
       const r = this.share(h);
       if (r === 0) continue;
       for (const t of h.open.values()) {
-        if (copied(t)) continue;
+        if (!moving(t)) continue;
         const left = t.bytes - t.done;
         const moved = Math.min(left, r * dt);
         t.done += moved;
@@ -154,7 +178,7 @@ export class EsxiHosts {
       h.failed++;
       return { ok: false, error: vddkOpenFailure(disk) };
     }
-    const t: Transfer = { id, host: hostId, bytes: Math.max(0, bytes), done: 0, startedAt: now };
+    const t: Transfer = { id, host: hostId, bytes: Math.max(0, bytes), done: 0, startedAt: now, held: false };
     h.open.set(id, t);
     this.transfers.set(id, t);
     h.started++;
@@ -170,6 +194,16 @@ export class EsxiHosts {
     this.transfers.delete(id);
     this.hosts.get(t.host)!.open.delete(id);
     return t.done;
+  }
+
+  /**
+   * Holds an open transfer still (`held` true) or lets it move again: a held stream keeps its NFC
+   * connection (it still counts against the ceiling) but moves no bytes and leaves its share to the others.
+   */
+  hold(id: string, held: boolean, now: number): void {
+    this.advance(now);
+    const t = this.transfers.get(id);
+    if (t) t.held = held;
   }
 
   /** Bytes the transfer has moved by `now` (0 for an unknown one). */
@@ -189,7 +223,7 @@ export class EsxiHosts {
   rate(id: string, now: number): number {
     this.advance(now);
     const t = this.transfers.get(id);
-    if (!t || copied(t)) return 0;
+    if (!t || !moving(t)) return 0;
     return this.share(this.hosts.get(t.host)!);
   }
 
@@ -197,9 +231,14 @@ export class EsxiHosts {
   hostRate(hostId: string, now: number): number {
     this.advance(now);
     const h = this.host(hostId);
-    let moving = 0;
-    for (const t of h.open.values()) if (!copied(t)) moving++;
-    return moving * this.share(h);
+    let n = 0;
+    for (const t of h.open.values()) if (moving(t)) n++;
+    return n * this.share(h);
+  }
+
+  /** Whether the simulation knows this host. */
+  has(hostId: string): boolean {
+    return this.hosts.has(hostId);
   }
 
   /** Transfers open on the host. */
@@ -213,7 +252,8 @@ export class EsxiHosts {
     for (const h of this.hosts.values()) {
       const r = this.share(h);
       for (const t of h.open.values()) {
-        // A copied transfer not closed yet ends now.
+        // A held transfer ends only when it is let go; a copied one not closed yet ends now.
+        if (t.held && !copied(t)) continue;
         const at = copied(t) ? this.at : this.at + ((t.bytes - t.done) / r) * 1000;
         if (!best || at < best.at || (at === best.at && t.id < best.id)) best = { at, id: t.id };
       }

@@ -110,6 +110,10 @@ interface Run {
   cancelReason?: 'Modified';
   /** v2.12.5 failExecutingMigrationOnBlocker ended the run: its message (the VMs and the Plan carry it). */
   blockerFailure?: string;
+  /** When this run's status was last written (ms): progress alone is written at most every PROGRESS_WRITE_MS. */
+  flushedAt?: number;
+  /** A progress-only write waiting for its turn (see markProgress). */
+  progressTimer?: NodeJS.Timeout;
 }
 
 export class Forklift {
@@ -131,6 +135,8 @@ export class Forklift {
   /** Plans whose refused status write is to be redone (one pending redo each). */
   private readonly planRedo = new Set<string>();
   private readonly dirty = new Set<string>();
+  /** Numbers the NFC streams the disk copies open (World.esxi ids are unique per stream). */
+  private streamSeq = 0;
   private flushTimer: NodeJS.Timeout | undefined;
   private queues: Queue[] = [];
   private pq!: Queue;
@@ -932,6 +938,7 @@ export class Forklift {
     await this.writeStatus(R.Migration, m, { conditions: conds, started: run.started, ...(run.completed ? { completed: run.completed } : {}), vms: run.vms });
   }
 
+  /** A change of phase, step or verdict: the run's status is written within a tick. */
   private markDirty(run: Run): void {
     this.dirty.add(keyOf(run.migration));
     if (this.flushTimer) return;
@@ -941,9 +948,35 @@ export class Forklift {
       this.dirty.clear();
       for (const k of keys) {
         const r = [...this.runs.values()].find((x) => keyOf(x.migration) === k);
-        if (r) void this.flush(r);
+        if (!r) continue;
+        r.flushedAt = Date.now();
+        if (r.progressTimer) {
+          clearTimeout(r.progressTimer);
+          this.ctx.timers.delete(r.progressTimer);
+          r.progressTimer = undefined;
+        }
+        void this.flush(r);
       }
     }, this.ctx.timings.tickMs);
+  }
+
+  /**
+   * Progress alone (bytes moved, no phase changed): written with the next status write, and at most once
+   * every PROGRESS_WRITE_MS per Migration. Forklift writes a running Migration's status once per pass, and
+   * re-polls it every 3 s (kubev2v/forklift@v2.11.5:pkg/controller/plan/migration.go, Run: PollReQ); a write
+   * per tick per disk would flood the API server with a campaign's worth of Migrations.
+   */
+  private markProgress(run: Run): void {
+    const k = keyOf(run.migration);
+    if (this.dirty.has(k) || run.progressTimer) return;
+    const wait = Math.max(this.ctx.timings.tickMs, (run.flushedAt ?? 0) + PROGRESS_WRITE_MS - Date.now());
+    const t = setTimeout(() => {
+      this.ctx.timers.delete(t);
+      run.progressTimer = undefined;
+      if (!this.ctx.stopping) this.markDirty(run);
+    }, wait);
+    this.ctx.timers.add(t);
+    run.progressTimer = t;
   }
 
   /** A running Migration's status written; one that was not taken is redone after SlowReQ (see writePlan). */
@@ -1520,30 +1553,43 @@ export class Forklift {
       for (let attempt = 0; ; attempt++) {
         await this.patchDV(dv, { phase: 'ImportInProgress', progress: '0.00%', restartCount: restarts, conditions: [{ type: 'Running', status: 'True', reason: 'Pod is running' }] });
         const failing = i === 0 && fault?.precopy === precopy && restarts < fault.restarts;
-        let moved = 0;
-        let t0 = Date.now();
-        let broke = false;
-        while (moved < bytes[i]!) {
-          await sleep(ctx, ctx.timings.tickMs, signal);
-          if (await this.holdWhileBlocked(run, signal)) t0 = Date.now();
-          const t = Date.now();
-          moved = Math.min(bytes[i]!, moved + (ctx.mbPerSecond * MiB * (t - t0)) / 1000);
-          t0 = t;
-          const pct = bytes[i]! > 0 ? moved / bytes[i]! : 1;
-          if (failing && pct >= 0.5) {
-            broke = true;
-            break;
+        // Each stage's importer opens its own NFC stream on the VM's host (see transferDisk, openStream).
+        const stream = `${++this.streamSeq}/${vm.id}/${d.file}@${snapshot}`;
+        const opened = world.esxi.start(vm.host, stream, bytes[i]!, Date.now(), d.file);
+        let broke: string | undefined = opened.ok ? undefined : opened.error;
+        let shownAt = Date.now();
+        try {
+          while (!broke) {
+            await sleep(ctx, ctx.timings.tickMs, signal);
+            if (blocking(this.planValidation.get(run.planKey) ?? [])) {
+              world.esxi.hold(stream, true, Date.now());
+              await this.holdWhileBlocked(run, signal);
+              world.esxi.hold(stream, false, Date.now());
+            }
+            const t = Date.now();
+            const copied = world.esxi.complete(stream, t);
+            const pct = copied || bytes[i]! <= 0 ? 1 : Math.min(1, world.esxi.bytesDone(stream, t) / bytes[i]!);
+            if (failing && pct >= 0.5) {
+              broke = `Unable to transfer source data to target: nbdkit: vddk: VixDiskLib_Read: ${d.file}: NBD_ERR_INSUFFICIENT_RESOURCES (precopy ${precopy}, snapshot ${snapshot})`;
+              break;
+            }
+            task.progress.completed = Math.floor(pct * task.progress.total);
+            step.progress.completed = step.tasks!.reduce((a, x) => a + x.progress.completed, 0);
+            if (copied) break;
+            this.markProgress(run);
+            if (t - shownAt >= PROGRESS_WRITE_MS) {
+              shownAt = t;
+              await this.patchDV(dv, { phase: 'ImportInProgress', progress: `${(pct * 100).toFixed(2)}%` });
+            }
           }
-          task.progress.completed = Math.floor(pct * task.progress.total);
-          step.progress.completed = step.tasks!.reduce((a, x) => a + x.progress.completed, 0);
-          this.markDirty(run);
-          await this.patchDV(dv, { phase: 'ImportInProgress', progress: `${(pct * 100).toFixed(2)}%` });
+        } finally {
+          world.esxi.finish(stream, Date.now());
         }
         if (!broke) break;
         // The importer exits with an error; CDI restarts it (the pod's RestartCount, mirrored on the DataVolume).
         restarts++;
         warm.failures = restarts;
-        const msg = `Unable to transfer source data to target: nbdkit: vddk: VixDiskLib_Read: ${d.file}: NBD_ERR_INSUFFICIENT_RESOURCES (precopy ${precopy}, snapshot ${snapshot})`;
+        const msg = broke;
         await this.patchDV(dv, { phase: 'ImportInProgress', restartCount: restarts, conditions: [{ type: 'Running', status: 'False', reason: 'Error', message: msg }] });
         for (const c of claims.slice(0, 1)) await emitEvent(ctx, c, 'Warning', 'Error', `Importer pod failed: ${msg}`, 'cdi-importer');
         this.markDirty(run);
@@ -1551,6 +1597,8 @@ export class Forklift {
           task.error = { phase: 'Running', reasons: [msg] };
           throw Object.assign(new Error(msg), { forklift: true });
         }
+        // A refused open: the next start waits out the importer's restart back-off.
+        if (!opened.ok) await sleep(ctx, ctx.timings.importerRestartMs, signal);
       }
       task.progress.completed = task.progress.total;
       task.phase = 'Completed';
@@ -1727,7 +1775,19 @@ export class Forklift {
     copy.phase = 'Running';
     copy.started = now();
     await phase('CopyDisksVirtV2V');
-    await Promise.all(vm.disks.map((d, i) => this.transferDisk(run, world, vm, d, dvs[i]!, claims[i]!, copy, i, signal, true)));
+    try {
+      await Promise.all(vm.disks.map((d, i) => this.transferDisk(run, world, vm, d, dvs[i]!, claims[i]!, copy, i, signal, true)));
+    } catch (e) {
+      if (!(e as { vddkOpen?: boolean }).vddkOpen) throw e;
+      // nbdkit's VDDK plugin in the pod could not open a disk on the host: virt-v2v exits, the pod (restartPolicy
+      // Never) ends Failed, and Forklift says only GUEST_CONVERSION_FAILED (migration.go updateConversionProgress).
+      this.podLogs.set(`${tns}/${pod.metadata.name}`, `${conversionLog(undefined, vm)}${(e as Error).message}\nvirt-v2v: error: nbdkit failed to start\n`);
+      await this.podStatus(pod, {
+        phase: 'Failed',
+        containerStatuses: [{ name: 'virt-v2v', ready: false, restartCount: 0, image: VIRT_V2V_IMAGE, imageID: '', state: { terminated: { exitCode: 1, reason: 'Error', startedAt: conv.started, finishedAt: now() } } }],
+      });
+      throw Object.assign(new Error(GUEST_CONVERSION_FAILED), { forklift: true });
+    }
     await this.podStatus(pod, {
       phase: 'Succeeded',
       containerStatuses: [{ name: 'virt-v2v', ready: false, restartCount: 0, image: VIRT_V2V_IMAGE, imageID: '', state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: conv.started, finishedAt: now() } } }],
@@ -1780,6 +1840,13 @@ export class Forklift {
     });
   }
 
+  /**
+   * One disk's copy by CDI's VDDK importer (containerized-data-importer@v1.64.0:pkg/importer/vddk-datasource_amd64.go),
+   * or by virt-v2v's nbdkit: an NFC stream opened on the VM's ESXi host (openStream) for as long as the
+   * copy lasts, its bytes moving at the host's shared rate (World.esxi, test/sim/esxi.ts), closed when the
+   * copy ends, fails, or the VM is canceled or its Migration deleted (the abort rejects the loop's sleep).
+   * A run Forklift holds (a blocker) holds the stream too: it keeps its connection and moves nothing.
+   */
   private async transferDisk(run: Run, world: World, vm: VMFixture, d: DiskFixture, dv: Obj, claim: Obj, xfer: StepState, i: number, signal: AbortSignal, v2v = false): Promise<void> {
     const ctx = this.ctx;
     // virt-v2v writes the claim itself: the blank DataVolume stays Succeeded and shows no import progress
@@ -1789,52 +1856,69 @@ export class Forklift {
     task.phase = 'Running';
     task.started = new Date().toISOString();
     const totalMB = task.progress.total;
-    let done = 0;
-    let last = Date.now();
-    let froze = false;
     const failAt = vm.faults.failTransferAtPercent;
+    const stallAt = vm.faults.stallTransferAtPercent;
+    const esxi = world.esxi;
     await patchDV(dv, { phase: 'ImportInProgress', progress: '0.00%' });
-    while (done < totalMB) {
-      await sleep(ctx, ctx.timings.tickMs, signal);
-      if (await this.holdWhileBlocked(run, signal)) last = Date.now();
-      const t = Date.now();
-      done = Math.min(totalMB, done + (ctx.mbPerSecond * (t - last)) / 1000);
-      last = t;
-      let pct = (done / totalMB) * 100;
-      if (failAt !== undefined && pct >= failAt) {
-        task.progress.completed = Math.floor((failAt / 100) * totalMB);
-        const msg = `Unable to transfer source data to target: nbdkit: vddk: VixDiskLib_Read: ${d.file}: Unknown error at ${failAt}%`;
-        task.error = { phase: 'Running', reasons: [msg] };
-        await patchDV(dv, { phase: 'Failed', progress: `${failAt.toFixed(2)}%` });
-        throw Object.assign(new Error(msg), { forklift: true });
-      }
-      const stallAt = vm.faults.stallTransferAtPercent;
-      if (stallAt !== undefined && pct >= stallAt) {
-        done = (stallAt / 100) * totalMB;
-        task.progress.completed = Math.floor(done);
-        xfer.progress.completed = xfer.tasks!.reduce((a, x) => a + x.progress.completed, 0);
-        this.markDirty(run);
-        await patchDV(dv, { phase: 'ImportInProgress', progress: `${stallAt.toFixed(2)}%` });
-        // Hangs until the run (or this VM) is canceled: sleep rejects on abort.
-        for (;;) await sleep(ctx, 60_000, signal);
-      }
-      if (vm.faults.conversionFreeze && pct >= 99.92 && !froze) {
-        // CDI runs qemu-img convert from scratch to the target: progress sits at 99.92% for a while.
-        froze = true;
-        done = totalMB * 0.9992;
-        pct = 99.92;
-        task.progress.completed = Math.floor(done);
-        xfer.progress.completed = xfer.tasks!.reduce((a, x) => a + x.progress.completed, 0);
-        this.markDirty(run);
-        await patchDV(dv, { phase: 'ImportInProgress', progress: '99.92%' });
-        await sleep(ctx, ctx.timings.conversionMs, signal);
-        last = Date.now();
-        continue;
-      }
+    const stream = await this.openStream(world, vm, d, totalMB * MiB, dv, claim, task, signal, v2v);
+    let froze = false;
+    let shownAt = Date.now();
+    const show = (done: number): void => {
       task.progress.completed = Math.floor(done);
       xfer.progress.completed = xfer.tasks!.reduce((a, x) => a + x.progress.completed, 0);
-      this.markDirty(run);
-      await patchDV(dv, { phase: done >= totalMB ? 'ImportInProgress' : 'ImportInProgress', progress: `${pct.toFixed(2)}%` });
+    };
+    try {
+      for (;;) {
+        await sleep(ctx, ctx.timings.tickMs, signal);
+        if (blocking(this.planValidation.get(run.planKey) ?? [])) {
+          esxi.hold(stream, true, Date.now());
+          await this.holdWhileBlocked(run, signal);
+          esxi.hold(stream, false, Date.now());
+        }
+        const t = Date.now();
+        const copied = esxi.complete(stream, t);
+        let done = copied ? totalMB : Math.min(totalMB, esxi.bytesDone(stream, t) / MiB);
+        let pct = totalMB > 0 ? (done / totalMB) * 100 : 100;
+        if (failAt !== undefined && pct >= failAt) {
+          task.progress.completed = Math.floor((failAt / 100) * totalMB);
+          const msg = `Unable to transfer source data to target: nbdkit: vddk: VixDiskLib_Read: ${d.file}: Unknown error at ${failAt}%`;
+          task.error = { phase: 'Running', reasons: [msg] };
+          await patchDV(dv, { phase: 'Failed', progress: `${failAt.toFixed(2)}%` });
+          throw Object.assign(new Error(msg), { forklift: true });
+        }
+        if (stallAt !== undefined && pct >= stallAt) {
+          // A VDDK read that hangs keeps its NFC connection: the stream is held, not closed.
+          esxi.hold(stream, true, t);
+          show((stallAt / 100) * totalMB);
+          this.markDirty(run);
+          await patchDV(dv, { phase: 'ImportInProgress', progress: `${stallAt.toFixed(2)}%` });
+          // Hangs until the run (or this VM) is canceled: sleep rejects on abort.
+          for (;;) await sleep(ctx, 60_000, signal);
+        }
+        if (vm.faults.conversionFreeze && pct >= 99.92 && !froze) {
+          // CDI runs qemu-img convert from scratch to the target: progress sits at 99.92% for a while.
+          froze = true;
+          esxi.hold(stream, true, t);
+          done = totalMB * 0.9992;
+          pct = 99.92;
+          show(done);
+          this.markDirty(run);
+          await patchDV(dv, { phase: 'ImportInProgress', progress: '99.92%' });
+          await sleep(ctx, ctx.timings.conversionMs, signal);
+          esxi.hold(stream, false, Date.now());
+          continue;
+        }
+        show(done);
+        if (copied) break;
+        this.markProgress(run);
+        if (t - shownAt >= PROGRESS_WRITE_MS) {
+          shownAt = t;
+          await patchDV(dv, { phase: 'ImportInProgress', progress: `${pct.toFixed(2)}%` });
+        }
+      }
+    } finally {
+      // VixDiskLib_Close: the connection goes back to the host, copied, failed or canceled.
+      esxi.finish(stream, Date.now());
     }
     // The data is on the PV now: record the content identity of the source disk on it.
     const pvName: string = claim.spec?.volumeName ?? ctx.inf.pvc.get(claim.metadata.namespace, claim.metadata.name)?.spec?.volumeName;
@@ -1845,6 +1929,58 @@ export class Forklift {
     task.phase = 'Completed';
     task.completed = new Date().toISOString();
     this.markDirty(run);
+  }
+
+  /**
+   * VixDiskLib_Open of one disk on its VM's ESXi host: an NFC stream of the host's (World.esxi), or, past
+   * the host's ceiling, VDDK's error (vddkOpenFailure, test/sim/esxi.ts). Returns the stream's id.
+   *
+   * A refused open ends CDI's importer: createVddkDataSource fails and the importer exits writing
+   * "Unable to connect to vddk data source: <error>" as its termination message
+   * (containerized-data-importer@v1.64.0:cmd/cdi-importer/importer.go newDataSource,
+   * errorCannotConnectDataSource). The pod restarts (restartPolicy OnFailure); CDI's import controller copies
+   * the restart count and the message onto the claim (pkg/controller/util.go setAnnotationsFromPodWithPrefix:
+   * `cdi.kubevirt.io/storage.condition.running` "false", `.reason` Error, `.message`;
+   * `cdi.kubevirt.io/storage.pod.restarts`), emits ErrImportFailed with the message on it
+   * (pkg/controller/import-controller.go), and the DataVolume shows them: phase ImportInProgress, Running
+   * False (pkg/controller/datavolume/conditions.go updateRunningCondition), `restartCount`
+   * (datavolume/controller-base.go). Each restart opens again: a connection freed meanwhile lets it through.
+   * Forklift gives up once the importer restarted more than IMPORTER_RETRY times: the disk's task gets the
+   * termination message as its error, the step and the VM fail with it (kubev2v/forklift@v2.11.5 and
+   * @v2.12.5:pkg/controller/plan/migration.go updateCopyProgress, restartLimitExceeded, terminationMessage;
+   * the VM ends through the pipeline's errors, ReflectTasks / ReflectPipeline).
+   *
+   * virt-v2v (v2v) opens the disks through nbdkit's VDDK plugin in its pod, restartPolicy Never: one refused
+   * open fails the conversion (convertAndCopy turns it into the failed pod).
+   */
+  private async openStream(world: World, vm: VMFixture, d: DiskFixture, bytes: number, dv: Obj, claim: Obj, task: NonNullable<StepState['tasks']>[number], signal: AbortSignal, v2v: boolean): Promise<string> {
+    const ctx = this.ctx;
+    const id = `${++this.streamSeq}/${vm.id}/${d.file}`;
+    const ns = claim.metadata.namespace ?? dv.metadata.namespace ?? '';
+    const annotateClaim = (a: Record<string, string>): Promise<void> =>
+      ctx.rest.patch(R.PVC, ns, claim.metadata.name, { metadata: { annotations: a } }).then(() => undefined, (e) => {
+        if (!notFound(e)) throw e;
+      });
+    for (let restarts = 0; ; ) {
+      const r = world.esxi.start(vm.host, id, bytes, Date.now(), d.file);
+      if (r.ok) {
+        if (restarts > 0) {
+          await annotateClaim({ [ANN_RUNNING]: 'true', [`${ANN_RUNNING}.reason`]: 'Pod is running', [`${ANN_RUNNING}.message`]: '' });
+          await this.patchDV(dv, { phase: 'ImportInProgress', restartCount: restarts, conditions: [{ type: 'Running', status: 'True', reason: 'Pod is running' }] }, signal);
+        }
+        return id;
+      }
+      if (v2v) throw Object.assign(new Error(r.error), { forklift: true, vddkOpen: true });
+      restarts++;
+      await annotateClaim({ [ANN_RUNNING]: 'false', [`${ANN_RUNNING}.reason`]: 'Error', [`${ANN_RUNNING}.message`]: r.error, [ANN_POD_RESTARTS]: String(restarts) });
+      await this.patchDV(dv, { phase: 'ImportInProgress', restartCount: restarts, conditions: [{ type: 'Running', status: 'False', reason: 'Error', message: r.error }] }, signal);
+      await emitEvent(ctx, claim, 'Warning', 'ErrImportFailed', r.error, 'import-controller');
+      if (restarts > IMPORTER_RETRY) {
+        task.error = { phase: 'Running', reasons: [r.error] };
+        throw Object.assign(new Error(r.error), { forklift: true });
+      }
+      await sleep(ctx, ctx.timings.importerRestartMs, signal);
+    }
   }
 
   /**
@@ -1948,6 +2084,16 @@ export class Forklift {
 export const SLOW_REQ_MS = 3_000;
 
 /**
+ * At most one progress-only status write per Migration, and one progress write per DataVolume, in this
+ * time: a tick's worth of writes per disk (every 100 ms) floods the API server as soon as a few dozen
+ * disks move at once. Upstream is slower still — Forklift polls a running Migration every 3 s
+ * (kubev2v/forklift@v2.11.5:pkg/controller/plan/migration.go PollReQ), CDI refreshes a DataVolume's
+ * progress every 2 s (containerized-data-importer@v1.64.0:pkg/controller/datavolume/controller-base.go
+ * reconcileProgressUpdate) — 1 s keeps the few-second transfers of the tests visible as they move.
+ */
+export const PROGRESS_WRITE_MS = 1_000;
+
+/**
  * An API error that says the server was not there to judge the request — no answer at all (refused, reset,
  * "socket hang up", timed out), 429, 503, 504, or a 500 from the server's own plumbing (a webhook it could not
  * call, etcd, "server is starting") — rather than a verdict on it (403, 404, 422, a 500 from a webhook's
@@ -2009,6 +2155,10 @@ function isWarm(plan: Obj): boolean {
 
 /** Forklift's IMPORTER_RETRY (default 3, kubev2v/forklift@v2.11.5:pkg/settings/migration.go): importer restarts it tolerates. */
 export const IMPORTER_RETRY = 3;
+
+/** CDI's claim annotations of its importer's state (containerized-data-importer@v1.64.0:pkg/controller/common/util.go AnnRunningCondition, AnnPodRestarts). */
+const ANN_RUNNING = 'cdi.kubevirt.io/storage.condition.running';
+const ANN_POD_RESTARTS = 'cdi.kubevirt.io/storage.pod.restarts';
 
 /** CDI's annotations of a multi-stage import (containerized-data-importer@v1.64.0:pkg/controller/common/util.go). */
 export const ANN_CHECKPOINTS_COPIED = 'cdi.kubevirt.io/storage.checkpoint.copied';

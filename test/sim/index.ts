@@ -20,6 +20,7 @@ export { CONTENT_ANNOTATION, SOURCE_ANNOTATION, NBD_ERROR, GUEST_CONVERSION_FAIL
 export { INVENTORY_SECRET, NAME_LIMITS, appNameError } from './servers.ts';
 export { OWNER_LABEL, PROCESS_OWNER } from './scope.ts';
 export { vmInstanceDefinition, vmInstanceSchema, type VMInstanceChart } from './cozystack.ts';
+export { NFC_CONNECTION_CEILING, vddkOpenFailure, type HostStats } from './esxi.ts';
 export { DEFAULT_TIMINGS, FORKLIFT_VERSIONS, type ForkliftVersion, type SimTimings } from './context.ts';
 
 const CRD_DIR = join(dirname(fileURLToPath(import.meta.url)), '../crds');
@@ -158,7 +159,8 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
   const ctx: Ctx = {
     rest,
     forkliftVersion: opts.forkliftVersion ?? 'v2.11.5',
-    worlds: opts.worlds.map((w) => new World(w)),
+    // Each host's transfers move at mbPerSecond apiece unless its fixture bounds them otherwise (world.ts).
+    worlds: opts.worlds.map((w) => new World(w, { streamBytesPerSecond: (opts.mbPerSecond ?? 16384) * 2 ** 20 })),
     timings: { ...DEFAULT_TIMINGS, ...(opts.timings ?? {}) },
     mbPerSecond: opts.mbPerSecond ?? 16384,
     forkliftNamespace: opts.forkliftNamespace ?? 'cozy-forklift',

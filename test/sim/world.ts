@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
 import { makeCA, makeServingCert, sha1Thumbprint } from './certs.ts';
+import { EsxiHosts, type HostStats } from './esxi.ts';
 
 export interface HostFixture {
   /** vSphere moref, `host-N`. */
@@ -18,6 +19,18 @@ export interface HostFixture {
   inMaintenance: boolean;
   /** vCenter's overall status of the host (HostSystem.overallStatus); anything but green is NotHealthy. */
   status: 'green' | 'yellow' | 'red' | 'gray';
+  /**
+   * The host's NFC bandwidth, shared equally by the disk transfers open on it (bytes per second,
+   * test/sim/esxi.ts). Absent: unlimited, each transfer moving at its own bound alone (today's speed).
+   */
+  bandwidthBytesPerSecond?: number;
+  /** What one transfer moves at most on its own (bytes per second). Absent: the sim's `mbPerSecond`. */
+  perStreamBytesPerSecond?: number;
+  /**
+   * NFC connections the host serves at once (test/sim/esxi.ts NFC_CONNECTION_CEILING, 48 by default): past
+   * it VixDiskLib_Open fails and CDI's importer exits with vddkOpenFailure()'s text.
+   */
+  nfcCeiling?: number;
 }
 
 export interface DiskFixture {
@@ -183,6 +196,9 @@ export interface VCenterSpec {
   }>;
 }
 
+/** 16384 MiB/s: the sim's default `mbPerSecond` (a 16 GiB disk in about a second). */
+const DEFAULT_STREAM_BYTES_PER_SECOND = 16384 * 2 ** 20;
+
 export const SERVICE_CIDR = '10.96.0.0/12';
 
 export function inServiceCIDR(ip: string): boolean {
@@ -311,8 +327,32 @@ export class World {
   readonly snapshotLog: Array<{ vm: string; op: 'create' | 'remove'; snapshot: string }> = [];
   private snapshotSeq = 0;
   private taskSeq = 0;
-  constructor(f: WorldFixture) {
+  /**
+   * The ESXi hosts' NFC service as the disk transfers meet it: each disk copy opens a stream on its VM's
+   * host, shares the host's bandwidth and fails past its ceiling (test/sim/esxi.ts, played by forklift.ts).
+   */
+  readonly esxi: EsxiHosts;
+  /** `streamBytesPerSecond`: a transfer's own bound where its host names none (the sim's mbPerSecond). */
+  constructor(f: WorldFixture, o: { streamBytesPerSecond?: number } = {}) {
     this.fixture = structuredClone(f);
+    const stream = o.streamBytesPerSecond ?? DEFAULT_STREAM_BYTES_PER_SECOND;
+    this.esxi = new EsxiHosts(
+      this.fixture.hosts.map((h) => ({
+        id: h.id,
+        bandwidthBytesPerSecond: h.bandwidthBytesPerSecond ?? Infinity,
+        perStreamBytesPerSecond: h.perStreamBytesPerSecond ?? stream,
+        ...(h.nfcCeiling !== undefined ? { connectionCeiling: h.nfcCeiling } : {}),
+      })),
+      Date.now(),
+    );
+  }
+  /** The most disk transfers that were open at once on the host (its NFC streams), since the sim started. */
+  peakTransfers(hostId: string): number {
+    return this.esxiStats().find((s) => s.id === hostId)?.peak ?? 0;
+  }
+  /** Per host: its ceiling, bandwidth, peak of open transfers, opens refused, transfers started, bytes moved. */
+  esxiStats(): HostStats[] {
+    return this.esxi.stats();
   }
   get url(): string {
     return this.fixture.url;

@@ -118,3 +118,47 @@ test('a transfer copied between two looks hands its share to the others from tha
   // small is copied at 1 s (50 MB each); big then runs alone: 50 + 100·9 MB by 10 s.
   assert.equal(Math.round(h.bytesDone('big', 10_000) / MB), 950);
 });
+
+test('a held transfer keeps its connection but moves nothing and leaves its share to the others', () => {
+  const h = new EsxiHosts([{ id: 'h', bandwidthBytesPerSecond: 100 * MB, connectionCeiling: 2 }]);
+  h.start('h', 'stuck', 1000 * MB, 0);
+  h.start('h', 'other', 1000 * MB, 0);
+  h.hold('stuck', true, 1000);
+  assert.equal(h.bytesDone('stuck', 3000), 50 * MB, 'it moved its half until held, nothing since');
+  assert.equal(h.rate('other', 3000), 100 * MB);
+  assert.equal(h.bytesDone('other', 3000), 250 * MB);
+  assert.equal(h.start('h', 'third', MB, 3000).ok, false, 'a held stream still counts against the ceiling');
+  assert.deepEqual(h.nextCompletion(), { at: 3000 + 7500, id: 'other' }, 'a held stream never completes on its own');
+  h.hold('stuck', false, 3000);
+  assert.equal(h.rate('stuck', 3000), 50 * MB);
+});
+
+test('an unlimited host moves each stream at its per-stream bound, however many there are', () => {
+  const h = new EsxiHosts([{ id: 'h', bandwidthBytesPerSecond: Infinity, perStreamBytesPerSecond: 10 * MB }]);
+  for (let i = 0; i < 5; i++) h.start('h', `d${i}`, 100 * MB, 0);
+  assert.equal(h.bytesDone('d4', 2000), 20 * MB);
+  assert.equal(h.hostRate('h', 2000), 50 * MB);
+  assert.throws(() => new EsxiHosts([{ id: 'x', bandwidthBytesPerSecond: Infinity }]), /finite perStreamBytesPerSecond/);
+});
+
+test('property: on an epoch-milliseconds clock, ticked as the simulator ticks it, every transfer completes in the time its rate allows', () => {
+  // At 1.8e12 ms a double resolves about 2.4e-4 ms: a last few hundred bytes that take less than that once
+  // left advance() stepping to the instant it stood at, forever (the simulator hung).
+  const T = 1_764_806_400_000;
+  const GiB = 2 ** 30;
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 8 * GiB }),
+      fc.array(fc.double({ min: 90, max: 110, noNaN: true }), { minLength: 1, maxLength: 8 }),
+      (bytes, jitter) => {
+        const h = new EsxiHosts([{ id: 'h', bandwidthBytesPerSecond: Infinity, perStreamBytesPerSecond: GiB }], T);
+        h.start('h', 'a', bytes, T);
+        let now = T;
+        let ticks = 0;
+        while (!h.complete('a', now)) now += jitter[ticks++ % jitter.length]!;
+        return now - T <= (bytes / GiB) * 1000 + 110;
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
