@@ -90,6 +90,8 @@ export const TaskReason = {
   // engine failures, translated
   PlanNotValid: 'PlanNotValid',
   HostUnreachable: 'HostUnreachable',
+  /** VDDK could not open the disk: the ESXi host's NFC service has no buffers left for another transfer. */
+  HostTransferLimit: 'HostTransferLimit',
   TransferFailed: 'TransferFailed',
   /** A warm import's precopy failed more often than Forklift retries it (its IMPORTER_RETRY). */
   PrecopyFailed: 'PrecopyFailed',

@@ -11,6 +11,16 @@ test('the NBD error becomes HostUnreachable telling the user to add spec.hosts, 
   assert.equal(translateFailure('VixDiskLib_Open: The server refused connection').reason, 'HostUnreachable');
 });
 
+test('VDDK out of NFC buffers on the host is HostTransferLimit asking for the transfer budget, not an unreachable host', () => {
+  const said = 'Unable to connect to vddk data source: nbdkit: vddk[1]: error: VixDiskLib_Open: [ds1] web/web.vmdk: Memory allocation failed. Out of memory. (DiskLib error 802: NBD_ERR_INSUFFICIENT_RESOURCES)';
+  const t = translateFailure(said, { hostDescription: 'host-10 at 10.0.0.15', sourceName: 'vc' });
+  assert.equal(t.reason, 'HostTransferLimit');
+  assert.match(t.message, /host-10 at 10\.0\.0\.15/);
+  assert.match(t.message, /transfer\.maxDisksPerHost/);
+  assert.doesNotMatch(t.message, /spec\.hosts/);
+  assert.match(t.message, /Forklift said: Unable to connect to vddk data source/);
+});
+
 test('known texts map to their reasons; unknown ones stay TransferFailed with the words kept', () => {
   assert.equal(translateFailure('DataVolume is AwaitingVDDK').reason, 'VDDKNotConfigured');
   assert.equal(translateFailure('persistentvolumeclaims "x" is forbidden: exceeded quota: q').reason, 'QuotaExceeded');

@@ -70,6 +70,16 @@ export const FAILURE_RULES: readonly Rule[] = [
     reason: TaskReason.SnapshotFailed,
     advice: () => "vCenter could not create or remove the warm import's precopy snapshot; check the VM's snapshot tasks in vSphere (datastore space, a snapshot tree locked by a backup tool), then create a new task",
   },
+  // Before HostUnreachable (same VixDiskLib_Open call): the host's NFC service is out of connection buffers
+  // — VDDK's VIX_E_OUT_OF_MEMORY with DiskLib error 802 NBD_ERR_INSUFFICIENT_RESOURCES (VMware VDDK
+  // Programming Guide, "NFC Session Limits and Timeouts": 48 MB of buffers per ESXi host by default), past
+  // the transfers every client together has open on that host. The host is reachable; it is busy.
+  {
+    match: /NBD_ERR_INSUFFICIENT_RESOURCES|DiskLib error 802|VixDiskLib_Open:[^\n]*Memory allocation failed/i,
+    reason: TaskReason.HostTransferLimit,
+    advice: (c) =>
+      `the ESXi host${c.hostDescription ? ` (${c.hostDescription})` : ''} refused another disk transfer: its NFC service has no connection buffers left for the transfers open on it (every client's, not only this platform's; the default limit is about 48 per host). Ask the platform operator to keep the transfer budget on (chart value transfer.maxDisksPerHost, below the host's limit, less what other tools such as backups hold), then create a new task`,
+  },
   { match: /nbd_connect_uri|has no export named|VixDiskLib_Open|server refused connection|NfcNewAuthdConnectionEx|Failed to connect to .*:902/i, reason: TaskReason.HostUnreachable, advice: ADD_HOSTS },
   {
     match: /AwaitingVDDK|VDDKInitImageUnavailable|VDDKInvalid|vddk.*(not (set|configured)|image)/i,

@@ -105,6 +105,9 @@ test('without the transfer budget, a backlog past the host’s NFC ceiling fails
   const expected = /Unable to connect to vddk data source: .*VixDiskLib_Open: .*Memory allocation failed\. Out of memory\. \(DiskLib error 802: NBD_ERR_INSUFFICIENT_RESOURCES\)/;
   for (const v of failed) {
     assert.match(v.message ?? '', expected, `VM ${v.id}: ${v.message}`);
+    // The host is reachable, it is busy: the reason and the advice say so, not "add spec.hosts".
+    assert.equal(v.reason, 'HostTransferLimit', `VM ${v.id}: ${v.reason}`);
+    assert.match(v.message ?? '', /transfer\.maxDisksPerHost/);
     const name = WITHOUT_BUDGET.vms.find((x) => x.id === v.id)!;
     assert.ok((v.message ?? '').includes(vddkOpenFailure(name.disks[0]!.file)), `VM ${v.id} names its own disk: ${v.message}`);
   }
