@@ -323,6 +323,8 @@ test('each output whose create was recorded and is now missing or being deleted 
     [Step.CreateDataVolume, { dataVolume: managed(w.dv, 'helm-controller') }, /^DataVolume vm-disk-web-disk-0 was being deleted \(last written by helm-controller\)/],
     [Step.CreateVMDisk, { vmDiskObject: managed(w.vmDisk, 'argocd-controller') }, /^VMDisk web-disk-0 was being deleted \(last written by argocd-controller\)/],
     [DISK_DONE_CHECKPOINT, { vmDiskObject: undefined }, /^VMDisk web-disk-0 was deleted/],
+    // Deleted, then made again without our markers (a Helm release re-rendering its DataVolume): still ours deleted.
+    [Step.CreateDataVolume, { dataVolume: { metadata: { name: 'vm-disk-web-disk-0', namespace: NS, labels: { 'helm.toolkit.fluxcd.io/name': 'vm-disk-web-disk-0' } } } }, /^DataVolume vm-disk-web-disk-0 was deleted after the handoff created it, and one of that name was made again by another writer \(left untouched\)/],
   ];
   for (const [checkpoint, change, message] of cases) {
     const a = nextStep({ ...observe(w), ...change, checkpoint }, M);

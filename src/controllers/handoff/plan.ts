@@ -158,8 +158,12 @@ export function deleters(obj: KubeObject | undefined): string {
   return managers.length ? ` (last written by ${managers.slice(0, 3).map((x) => x.slice(0, 63)).join(', ')})` : ' by someone other than this controller';
 }
 
-/** An output whose create was recorded (RECORDED_BEFORE), now missing or being deleted. */
-export function deletedOutput(o: Pick<DiskObservation, 'checkpoint' | 'claim' | 'dataVolume' | 'vmDiskObject' | 'claimName' | 'vmDisk'>): { what: string; object?: KubeObject } | undefined {
+/**
+ * An output whose create was recorded (RECORDED_BEFORE), now missing or being deleted — or present without
+ * our markers: ours was deleted and another writer made one of that name again (a Helm release that
+ * re-renders its DataVolume, say), which is left untouched.
+ */
+export function deletedOutput(o: Pick<DiskObservation, 'checkpoint' | 'claim' | 'dataVolume' | 'vmDiskObject' | 'claimName' | 'vmDisk'>, m?: Markers): { what: string; object?: KubeObject; replaced?: boolean } | undefined {
   const outputs: Array<[StepName, KubeObject | undefined, string]> = [
     [Step.CreateClaim, o.claim, `PersistentVolumeClaim ${o.claimName}`],
     [Step.CreateDataVolume, o.dataVolume, `DataVolume ${o.claimName}`],
@@ -167,6 +171,7 @@ export function deletedOutput(o: Pick<DiskObservation, 'checkpoint' | 'claim' | 
   ];
   for (const [step, obj, what] of outputs) {
     if (checkpointReached(o.checkpoint, step) && (!obj || deleting(obj))) return { what, object: obj };
+    if (checkpointReached(o.checkpoint, step) && obj && m && !hasOutputMarkers(obj, m)) return { what, replaced: true };
     // Announced and not yet confirmed (steps.ts RECORDED_BEFORE): an output being deleted was made; a
     // missing one may never have been, and is made again.
     if (pendingStep(o.checkpoint) === step && obj && deleting(obj)) return { what, object: obj };
@@ -189,7 +194,10 @@ export function nextStep(o: DiskObservation, m: Markers): DiskAction {
   // delete (and a DataVolume re-created over a claim gone with it makes CDI provision an empty volume);
   // settling without it would leave the volume on Delete with nothing holding it. The VM fails, saying
   // what was deleted and by whom; the caller keeps the volume on Retain in the task's custody.
-  const gone = deletedOutput(o);
+  const gone = deletedOutput(o, m);
+  if (gone?.replaced) {
+    return { type: 'fail', reason: TaskReason.OutputDeleted, message: `${gone.what} was deleted after the handoff created it, and one of that name was made again by another writer (left untouched); the VM is not finished and no VMInstance is created over it` };
+  }
   if (gone) {
     return { type: 'fail', reason: TaskReason.OutputDeleted, message: `${gone.what} was ${gone.object ? 'being ' : ''}deleted${deleters(gone.object)} after the handoff created it; the VM is not finished and no VMInstance is created over it` };
   }
