@@ -121,6 +121,9 @@ function errMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** What materialise observed and wrote, and its gate verdict: merged into the pass's observation. */
+type Materialised = Pick<SourceObservation, 'gate' | 'provider' | 'hosts' | 'credentialsRejected' | 'retryAfterMs' | 'providerUpdatePending'>;
+
 /** What one pass works with: the injected dependencies and what this reconciler keeps between passes. */
 type SourcePass = SourceReconcilerDeps & {
   networks: ClusterNetworkSource;
@@ -255,11 +258,12 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourcePass, key: Obj
 
   const obs: SourceObservation = { source: src, now: ctx.now() };
   let result: Result = {};
-  obs.gate = await materialise(cfg, deps, src, ctx, obs).catch((e: unknown) => {
+  const materialised = await materialise(cfg, deps, src, ctx, obs.now).catch((e: unknown): Materialised => {
     // A child's name is taken by an object that is not this source's: that object was left as it is.
-    if (e instanceof OwnershipConflict) return { reason: SourceReason.NameConflict, message: e.message };
+    if (e instanceof OwnershipConflict) return { gate: { reason: SourceReason.NameConflict, message: e.message } };
     throw e;
   });
+  Object.assign(obs, materialised);
   if (obs.gate && obs.credentialsRejected) {
     result = { requeueAfterMs: Math.max(MIN_HELD_REQUEUE_MS, Date.parse(obs.credentialsRejected.retryAfter) - obs.now.getTime()) };
   } else if (obs.gate && obs.retryAfterMs !== undefined) {
@@ -287,29 +291,31 @@ async function reconcileSource(cfg: ControllerConfig, deps: SourcePass, key: Obj
 }
 
 /**
- * Materialises Secret, Providers, Hosts; returns a gate verdict when something prevents it. Fills
- * obs.provider and obs.hosts.
+ * Materialises Secret, Providers, Hosts. Returns what it observed and wrote: the source Provider and Hosts,
+ * and a gate verdict (with its retry facts) when something prevents going on.
  */
-async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMImportSource, ctx: ReconcileContext, obs: SourceObservation): Promise<SourceObservation['gate']> {
+async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMImportSource, ctx: ReconcileContext, now: Date): Promise<Materialised> {
   const src = stored;
+  const out: Materialised = {};
+  const gated = (gate: NonNullable<Materialised['gate']>): Materialised => ({ ...out, gate });
   if (!cfg.vddkImage) {
-    return {
+    return gated({
       reason: SourceReason.VDDKNotConfigured,
       message: 'No VDDK image is configured for this platform (the migration-controller chart value vddkImage): vSphere imports are unavailable. Nothing was created for this source; ask the platform operator to configure one.',
-    };
+    });
   }
   if (!ctx.installed(GVRs.Provider) || !ctx.installed(GVRs.Host)) {
-    return { reason: SourceReason.ForkliftNotInstalled, message: 'Konveyor Forklift (forklift.konveyor.io Provider/Host) is not installed in this cluster; the source will connect by itself once it is.' };
+    return gated({ reason: SourceReason.ForkliftNotInstalled, message: 'Konveyor Forklift (forklift.konveyor.io Provider/Host) is not installed in this cluster; the source will connect by itself once it is.' });
   }
   // Feature detection before anything is materialised: a Forklift whose Plan lacks a field we rely on would
   // prune it silently and run the Plan on its own default (a scaffolding VM that boots, say).
   const missing = ctx.installed(GVRs.Plan) ? missingPlanFields(await ctx.client.get(GVRs.CustomResourceDefinition, undefined, PLAN_CRD_NAME)) : undefined;
-  if (missing?.length) return { reason: SourceReason.ForkliftTooOld, message: forkliftTooOldMessage(missing) };
+  if (missing?.length) return gated({ reason: SourceReason.ForkliftTooOld, message: forkliftTooOldMessage(missing) });
   const providers = ctx.cache(GVRs.Provider);
   const hostsCache = ctx.cache(GVRs.Host);
   if (!providers || !hostsCache) {
     // Installed, cache still filling: the manager requeues every subscriber once it has synced.
-    return { reason: SourceReason.Connecting, message: 'Waiting for the Forklift caches to sync.' };
+    return gated({ reason: SourceReason.Connecting, message: 'Waiting for the Forklift caches to sync.' });
   }
   const ns = src.metadata.namespace!;
   const name = src.metadata.name!;
@@ -320,35 +326,35 @@ async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMIm
   const denied = await checkDestinations(cfg, deps, src, ctx);
   if (denied) {
     await withdraw(cfg, src, ctx);
-    return denied;
+    return gated(denied);
   }
 
   // 0b. Credentials of this very spec were refused, and the backoff is not over: write nothing (every
   //     Secret write is a login attempt), keep saying why.
-  const held = heldBack(src, obs.now);
+  const held = heldBack(src, now);
   const prevReady = getCondition(src.status?.conditions, CONDITION_READY);
   if (held && prevReady?.reason === SourceReason.AuthenticationFailed) {
-    obs.credentialsRejected = held;
-    return { reason: SourceReason.AuthenticationFailed, message: prevReady.message };
+    out.credentialsRejected = held;
+    return gated({ reason: SourceReason.AuthenticationFailed, message: prevReady.message });
   }
 
   // 0c. The passwords in plain text, in memory only: the Forklift Secrets below are their one destination.
   const opened = await openCredentials(deps, stored, ctx);
-  if ('gate' in opened) return opened.gate;
+  if ('gate' in opened) return gated(opened.gate);
   const plain = opened.source;
-  const refused = (message: string): SourceObservation['gate'] => {
-    obs.credentialsRejected = recordRejection(src, obs.now);
-    return { reason: SourceReason.AuthenticationFailed, message: withRetryNote(redact(message, secretsOf(plain)), obs.credentialsRejected) };
+  const refused = (message: string): NonNullable<Materialised['gate']> => {
+    out.credentialsRejected = recordRejection(src, now);
+    return { reason: SourceReason.AuthenticationFailed, message: withRetryNote(redact(message, secretsOf(plain)), out.credentialsRejected) };
   };
 
   // 1. The credentials Secret, in the controller's own namespace: no tenant can create, read or replace
   // it there, and the controller needs no access to Secrets in tenant namespaces.
   const secretsNs = cfg.podNamespace;
   // The last write of this spec's Secret timed out in Forklift's webhook: wait before the next (webhook-timeout.ts).
-  const timedOut = deps.webhookTimeouts.held(src.metadata.uid!, src.metadata.generation ?? 0, obs.now);
+  const timedOut = deps.webhookTimeouts.held(src.metadata.uid!, src.metadata.generation ?? 0, now);
   if (timedOut) {
-    obs.retryAfterMs = timedOut.retryAfterMs;
-    return { reason: SourceReason.ConnectionFailed, message: timedOut.message };
+    out.retryAfterMs = timedOut.retryAfterMs;
+    return gated({ reason: SourceReason.ConnectionFailed, message: timedOut.message });
   }
   const existing = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, credentialsSecretName(src));
   let secret: KubeObject;
@@ -358,19 +364,19 @@ async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMIm
     const deadline = { timeoutMs: PROVIDER_SECRET_WRITE_DEADLINE_MS };
     secret = await ensure(ctx, GVRs.Secret, renderCredentialsSecret(plain, secretsNs), existing, deadline);
     // After ConnectionAuthFailed Forklift re-tests only on a change of this Secret (retest.ts).
-    const retest = retestDue(providers.get(ns, sourceProviderName(name)), secret, obs.now);
+    const retest = retestDue(providers.get(ns, sourceProviderName(name)), secret, now);
     if (retest) secret = await ctx.client.patch<KubeObject>(GVRs.Secret, secretsNs, secret.metadata!.name!, { metadata: { annotations: { [ANNOTATION_RETEST]: retest } } }, 'merge', deadline);
     deps.webhookTimeouts.clear(src.metadata.uid!);
   } catch (e) {
     if (isWebhookTimeout(e)) {
       const host = URL.canParse(src.spec.url) ? new URL(src.spec.url).host : src.spec.url.slice(0, 253);
-      const t = deps.webhookTimeouts.record(src.metadata.uid!, src.metadata.generation ?? 0, obs.now, (at) => webhookTimeoutMessage(host, at, redact(e.message, secretsOf(plain))));
-      obs.retryAfterMs = t.retryAfterMs;
-      return { reason: SourceReason.ConnectionFailed, message: t.message };
+      const t = deps.webhookTimeouts.record(src.metadata.uid!, src.metadata.generation ?? 0, now, (at) => webhookTimeoutMessage(host, at, redact(e.message, secretsOf(plain))));
+      out.retryAfterMs = t.retryAfterMs;
+      return gated({ reason: SourceReason.ConnectionFailed, message: t.message });
     }
     if (isWebhookAuthRejection(e)) {
       const sso = src.spec.credentials.username.includes('@') ? '' : ` The username "${src.spec.credentials.username}" has no SSO domain: vCenter wants user@vsphere.local.`;
-      return refused(`vCenter rejected the credentials.${sso} Forklift refused the credentials Secret: ${e.message}`);
+      return gated(refused(`vCenter rejected the credentials.${sso} Forklift refused the credentials Secret: ${e.message}`));
     }
     throw e;
   }
@@ -381,9 +387,9 @@ async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMIm
   const desiredProvider = renderSourceProvider(src, cfg.vddkImage, secretsNs);
   const holders = specFieldsChanged((desiredProvider as { spec?: unknown }).spec, (currentProvider as { spec?: unknown } | undefined)?.spec).length && currentProvider ? await tasksImportingOver(ctx, ns, name) : [];
   const providerWrite = holdProviderSpec(desiredProvider, currentProvider, () => holders);
-  if (providerWrite.pending) obs.providerUpdatePending = providerWrite.pending;
-  obs.provider = await ensure(ctx, GVRs.Provider, providerWrite.write, currentProvider);
-  await dropReplacedSecret(ctx, secretsNs, currentProvider, obs.provider, src.metadata.uid!);
+  if (providerWrite.pending) out.providerUpdatePending = providerWrite.pending;
+  out.provider = await ensure(ctx, GVRs.Provider, providerWrite.write, currentProvider);
+  await dropReplacedSecret(ctx, secretsNs, currentProvider, out.provider, src.metadata.uid!);
   const destination = await ensure(ctx, GVRs.Provider, renderDestinationProvider(src), providers.get(ns, destinationProviderName(name)));
   // Never on our destination Provider: with it, Forklift's Plan mutator rewrites every Plan's spec without
   // its false values (provider.ts DEFAULT_TRANSFER_NETWORK_ANNOTATION); whoever added it, it goes.
@@ -392,13 +398,13 @@ async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMIm
     await ctx.client.patch(GVRs.Provider, ns, destinationProviderName(name), { metadata: { annotations: { [DEFAULT_TRANSFER_NETWORK_ANNOTATION]: null } } });
   }
   // Report what the cache says (status written by Forklift), falling back to what we just wrote.
-  obs.provider = providers.get(ns, sourceProviderName(name)) ?? obs.provider;
+  out.provider = providers.get(ns, sourceProviderName(name)) ?? out.provider;
 
   // 3. Host Secrets, then Hosts, one per spec.hosts[] entry — once the Provider is Ready: Forklift's
   // Secret webhook tests a host Secret's login only when the Provider it names has its inventory loaded
   // (it looks the host up there), and admits it untested before. Written earlier, a wrong ESXi password
   // would only show later on the Host, tested again and again by Forklift.
-  const providerReady = ((obs.provider?.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+  const providerReady = ((out.provider?.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
   for (const h of providerReady ? (plain.spec.hosts ?? []) : []) {
     const desired = renderHostSecret(plain, h, secretsNs);
     const cur = await ctx.client.get<SecretObject>(GVRs.Secret, secretsNs, desired.metadata!.name!);
@@ -408,32 +414,32 @@ async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMIm
       // Forklift logs in to https://<address>/sdk with the host's credentials at the Secret's create or
       // update and refuses it (403) with the login or connection error.
       if (isWebhookDenial(e, 403) && /incorrect user name or password/i.test(e.message)) {
-        return refused(`The ESXi host ${h.id} (${h.address}) rejected its credentials (spec.hosts[].credentials). Forklift refused its Secret: ${e.message}`);
+        return gated(refused(`The ESXi host ${h.id} (${h.address}) rejected its credentials (spec.hosts[].credentials). Forklift refused its Secret: ${e.message}`));
       }
       if (isWebhookDenial(e, 403)) {
-        return {
+        return gated({
           reason: SourceReason.HostUnreachable,
           message: redact(`The ESXi host ${h.id} (${h.address}): Forklift could not connect to it with its credentials and refused its Secret: ${e.message}`, secretsOf(plain)),
-        };
+        });
       }
       throw e;
     }
   }
 
-  obs.hosts = {};
+  out.hosts = {};
   const wanted = new Set<string>();
   for (const h of src.spec.hosts ?? []) {
     const hn = hostObjectName(name, h.id);
     wanted.add(hn);
     if (!providerReady) {
-      obs.hosts[h.id] = hostsCache.get(ns, hn);
+      out.hosts[h.id] = hostsCache.get(ns, hn);
       continue;
     }
     const before = hostsCache.get(ns, hn);
     const written = await ensure(ctx, GVRs.Host, renderHost(src, h, secretsNs), before);
     await dropReplacedSecret(ctx, secretsNs, before, written, src.metadata.uid!);
     const cached = hostsCache.get(ns, hn);
-    obs.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
+    out.hosts[h.id] = cached && cached.metadata?.resourceVersion === written.metadata?.resourceVersion ? cached : written;
   }
 
   // 4. Prune hosts removed from the spec: only objects carrying THIS source's UID.
@@ -447,7 +453,7 @@ async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMIm
       await ctx.client.delete(GVRs.Host, ns, h.metadata!.name!, { uid: h.metadata?.uid });
     }
   }
-  return undefined;
+  return out;
 }
 
 /**
