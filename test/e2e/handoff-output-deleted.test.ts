@@ -19,6 +19,8 @@ import { TaskReason } from '../../src/api/conditions.ts';
 import { freshNamespace, waitFor } from './env/index.ts';
 import { bootWorld, type BootedWorld } from './fixtures.ts';
 import { createSource, waitForReason } from './source-helpers.ts';
+import { handoffHooks } from '../../src/controllers/handoff/index.ts';
+import { Step, type StepName } from '../../src/controllers/handoff/steps.ts';
 
 const URL_VC = 'https://vcenter-output-deleted.example.com/sdk';
 const world = vcenter({
@@ -50,6 +52,11 @@ const OUTPUTS: Record<Output, { gvr: GVR; name: string; kind: string }> = {
   datavolume: { gvr: GVRs.DataVolume, name: CLAIM, kind: 'DataVolume' },
   vmdisk: { gvr: GVRs.VMDisk, name: DISK, kind: 'VMDisk' },
 };
+/** The handoff step that makes each point's object (or, for settled, the volume's settled mark). */
+const MADE_BY: Record<Point, StepName> = { claim: Step.CreateClaim, datavolume: Step.CreateDataVolume, vmdisk: Step.CreateVMDisk, settled: Step.SettleVolume, vminstance: Step.CreateVMInstance };
+/** How long the handoff waits at its step for the tenant's delete to be sent and answered (a watch event missed). */
+const HOLD_AT_POINT_MS = 15_000;
+
 /** The points of the handoff, in its order; an output is deleted at its own creation and at every later point. */
 const POINTS: readonly Point[] = ['claim', 'datavolume', 'vmdisk', 'settled', 'vminstance'];
 
@@ -111,6 +118,20 @@ async function importDeletingAt(output: Output, point: Point, annotations?: Reco
   const target = OUTPUTS[output];
   let deletion: Promise<boolean> | undefined;
   const result: Partial<DeletedRun> = { ns };
+  // "As soon as it is created" is before the handoff's next step: the in-process controller's handoff
+  // waits at the step that made the point until the tenant's delete, sent on the watch event, is answered.
+  // Without the wait, a loaded machine lets the next step (a VMDisk, whose chart renders a DataVolume
+  // again) run before the delete lands, which is a different story from the one this file tells.
+  let seen: () => void = () => undefined;
+  const pointSeen = new Promise<void>((resolve) => (seen = resolve));
+  let held = false;
+  handoffHooks.afterStep = async (step) => {
+    if (held || step !== MADE_BY[point]) return;
+    held = true;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([pointSeen.then(() => deletion), new Promise((resolve) => (timer = setTimeout(resolve, HOLD_AT_POINT_MS)))]);
+    clearTimeout(timer);
+  };
   const run = watchRun(ns, point, () => {
     deletion = (async () => {
       // The tenant's delete, sent the moment the watch shows the point; the object's UID is taken
@@ -119,6 +140,7 @@ async function importDeletingAt(output: Output, point: Point, annotations?: Reco
       result.deletedUID = cur?.metadata?.uid;
       return cur ? await c.delete(target.gvr, ns, target.name) : false;
     })();
+    seen();
   });
   result.run = run;
   try {
@@ -146,6 +168,8 @@ async function importDeletingAt(output: Output, point: Point, annotations?: Reco
   } catch (e) {
     await run.stop();
     throw e;
+  } finally {
+    handoffHooks.afterStep = undefined;
   }
 }
 

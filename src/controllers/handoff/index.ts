@@ -166,12 +166,13 @@ function releaseWaitRequeueMs(ctx: ReconcileContext): number {
 /**
  * Test seam: called right after each step's API write, before the caller could persist anything. The
  * crash-safety tests crash here: in-process by throwing, and the real controller process through a
- * module they preload (test/e2e/kill-after-step.ts) that SIGKILLs it.
+ * module they preload (test/e2e/kill-after-step.ts) that SIGKILLs it. A test that must act between two
+ * steps (a tenant's delete of what a step just made) returns a promise: the handoff goes on once it settles.
  */
-export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void } = {};
+export const handoffHooks: { afterStep?: (step: StepName, diskIndex: number | undefined) => void | Promise<void> } = {};
 
-function afterStep(step: StepName, diskIndex: number | undefined): void {
-  handoffHooks.afterStep?.(step, diskIndex);
+async function afterStep(step: StepName, diskIndex: number | undefined): Promise<void> {
+  await handoffHooks.afterStep?.(step, diskIndex);
 }
 
 /**
@@ -841,7 +842,7 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
       log.info({ disk: d.index, step: action.step }, 'handoff step answered Conflict; observing again');
       return { state: 'progress', disks: [...out, evidence(d, o, undefined), ...rest], message: `disk ${d.index}: ${action.step} (conflict, retrying)`, requeueAfterMs: 0 };
     }
-    afterStep(action.step, d.index);
+    await afterStep(action.step, d.index);
     const done = action.step === Step.SettleVolume;
     return {
       state: 'progress',
@@ -929,7 +930,7 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
       if (!isConflict(e)) throw e;
     }
   }
-  afterStep(va.step, undefined);
+  await afterStep(va.step, undefined);
   return {
     state: 'progress',
     disks: out,
