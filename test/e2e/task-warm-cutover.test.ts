@@ -42,11 +42,13 @@ after(async () => {
 type VMStat = NonNullable<NonNullable<VMImportTask['status']>['vms']>[number];
 const seconds = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-async function warmTask(prefix: string, vm: string, spec: Partial<VMImportTaskSpec> = {}): Promise<string> {
+/** A warm task of one VM, created once its source is Connected; `spec` is read at that moment (a cutover
+ *  time computed from it is counted from the task's creation, not from a source's connection under load). */
+async function warmTask(prefix: string, vm: string, spec: () => Partial<VMImportTaskSpec> = () => ({})): Promise<string> {
   const ns = await freshNamespace(prefix);
   await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
   await waitForReason(c, ns, 'vc', 'Connected');
-  await c.create(GVRs.VMImportTask, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 't', namespace: ns }, spec: { sourceRef: { name: 'vc' }, storageClass: 'warmc-fast', mode: 'warm', vms: [{ id: vm, name: 'app' }], ...spec } } as KubeObject);
+  await c.create(GVRs.VMImportTask, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportTask', metadata: { name: 't', namespace: ns }, spec: { sourceRef: { name: 'vc' }, storageClass: 'warmc-fast', mode: 'warm', vms: [{ id: vm, name: 'app' }], ...spec() } } as KubeObject);
   return ns;
 }
 
@@ -86,8 +88,8 @@ async function assertImported(ns: string, vmId: string, v: VMStat): Promise<void
 }
 
 test('a two-disk VM imported warm with a cutover set in the future precopies while the source runs, cuts over at that time, and ends Ready as a Halted VMInstance on the volumes Forklift filled', async () => {
-  const cutover = seconds(Date.now() + 25_000);
-  const ns = await warmTask('warmc-future', 'vm-1', { cutover });
+  let cutover = '';
+  const ns = await warmTask('warmc-future', 'vm-1', () => ({ cutover: (cutover = seconds(Date.now() + 25_000)) }));
   const pre = await vmWhen(ns, 'precopies counted before the cutover', (v) => v.phase === 'Precopying' && (v.warm?.precopies ?? 0) > 0);
   assert.equal(booted.sim.world(URL_VC).vm('vm-1')!.powerState, 'poweredOn', 'the source runs while it precopies');
   assert.ok(pre.warm?.nextPrecopyAt, 'the next precopy time is shown');
@@ -159,11 +161,11 @@ test('a cutover set on the task while a precopy copies lets that precopy finish,
   }, { timeoutMs: 90_000 });
   const setAt = Date.now();
   await c.patch(GVRs.VMImportTask, ns, 't', { spec: { cutover: seconds(setAt) } });
+  // Read on the Migration while it is there: the ended task's Plan is retired (archived, then deleted, and
+  // its Migration with it) as soon as the task ends.
+  const ended = await waitFor('the precopy copying at the cutover finished', async () => (await forkliftVM())?.warm?.precopies?.[copying - 1]?.end, { timeoutMs: 120_000 });
   const end = await vmWhen(ns, 'the VM imported', (v) => v.phase === 'Succeeded' || v.phase === 'Failed', 120_000);
   await assertImported(ns, 'vm-6', end);
-  const last = await forkliftVM();
-  const ended = last?.warm?.precopies?.[copying - 1]?.end;
-  assert.ok(ended, `the precopy copying at the cutover finished: ${JSON.stringify(last?.warm)}`);
   assert.ok(Date.parse(ended) > setAt, `the cutover was set while precopy ${copying} still copied (it ended ${ended}, the cutover was set at ${new Date(setAt).toISOString()})`);
   assert.ok((end.warm?.precopies ?? 0) >= copying - 1, 'the task counts the precopies Forklift completed');
 });
