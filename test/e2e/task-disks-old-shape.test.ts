@@ -98,6 +98,7 @@ test("a handoff interrupted under an earlier version, its evidence stored as obj
   };
   let firstStopped = false;
   let second: Awaited<ReturnType<typeof controller>> | undefined;
+  let third: Awaited<ReturnType<typeof controller>> | undefined;
   try {
     await createSource(c, ns, 'vc', { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } });
     await waitForReason(c, ns, 'vc', 'Connected', 120_000);
@@ -140,9 +141,12 @@ test("a handoff interrupted under an earlier version, its evidence stored as obj
     }
     assert.deepEqual([...(await volumesOf(ns)).keys()].sort(), [...volumes.keys()].sort(), 'no volume was provisioned or lost after the interruption');
 
-    // A finished task the earlier version wrote is rewritten once: names in disks, the evidence in diskHandoffs.
+    // A finished task the earlier version wrote is rewritten once this version starts: names in disks, the
+    // evidence in diskHandoffs. (Written while no controller runs: one running would rewrite it at once.)
+    await second.ctl.stop();
+    second = undefined;
     await writeEarlierShape(ns, v);
-    await c.patch(GVRs.VMImportTask, ns, 'import', { metadata: { annotations: { 'e2e.test/poke': '1' } } }, 'merge');
+    third = await controller();
     const rewritten = await waitFor('the finished task rewritten in this shape', async () => {
       const x = (await getTask(ns)).status!.vms![0]!;
       return x.diskHandoffs ? x : undefined;
@@ -153,5 +157,6 @@ test("a handoff interrupted under an earlier version, its evidence stored as obj
     handoffHooks.afterStep = undefined;
     if (!firstStopped) await first.ctl.stop();
     await second?.ctl.stop();
+    await third?.ctl.stop();
   }
 });
