@@ -7,7 +7,7 @@ import type { KubeClient, KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT, bindTenant, installOurCRDs, kubectl, testEnv, waitFor, type ControlPlaneInfo, type TenantAccess } from './env/index.ts';
+import { REPO_ROOT, bindTenant, deleteOwnedNamespaces, installOurCRDs, kubectl, testEnv, waitFor, type ControlPlaneInfo, type TenantAccess } from './env/index.ts';
 import { startController, type StartControllerOptions } from './controller.ts';
 import { adminClient } from './source-helpers.ts';
 
@@ -63,9 +63,13 @@ export interface BootedWorld {
   restartController(): Promise<void>;
   /** The admin's KubeClient. */
   c: KubeClient;
-  /** Stops the controller, then the sim, then closes the client; safe to call more than once. */
+  /** Deletes the file's namespaces, stops the controller, then the sim, then closes the client; safe to call more than once. */
   shutdown(): Promise<void>;
 }
+
+// How long a file's end waits for its sources and tasks to be deleted: a task's finalizer retires its
+// Plans (archive, then delete) through the simulator in a few seconds; past this the file ends anyway.
+const CLEANUP_WAIT_MS = 30_000;
 
 /**
  * The standard world of the controller files: our CRDs, the given storage classes, the simulated
@@ -92,6 +96,7 @@ export async function bootWorld(o: WorldBootOptions): Promise<BootedWorld> {
     stop: () => (stopped ??= cur.stop()),
   };
   const c = await adminClient();
+  let shut: Promise<void> | undefined;
   return {
     env,
     sim,
@@ -102,11 +107,15 @@ export async function bootWorld(o: WorldBootOptions): Promise<BootedWorld> {
       stopped = undefined;
     },
     c,
-    shutdown: async () => {
-      await ctl.stop();
-      await sim.stop();
-      c.close();
-    },
+    shutdown: () =>
+      (shut ??= (async () => {
+        // The file's namespaces go while its controller and simulator can still answer their finalizers
+        // (a controller the test stopped cannot: they are then left to the next controller on the plane).
+        await deleteOwnedNamespaces(c, { waitMs: stopped ? 0 : CLEANUP_WAIT_MS }).catch((e: unknown) => console.error(`[e2e] deleting the file's namespaces: ${(e as Error).message}`));
+        await ctl.stop();
+        await sim.stop();
+        c.close();
+      })()),
   };
 }
 

@@ -21,7 +21,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { KubeClient } from '../../src/runtime/kube.ts';
 import { ControlPlane } from './env/controlplane.ts';
-import { REPO_ROOT, installOurCRDs, kubeConfigFor } from './env/index.ts';
+import { REPO_ROOT, deleteOwnedNamespaces, installOurCRDs, kubeConfigFor } from './env/index.ts';
+import { newOwner } from '../sim/scope.ts';
 import { alive, installStandInCRDs } from './fixtures.ts';
 import { planShards } from './env/shards.ts';
 import { groupCpu, procCpu } from './env/cpu.ts';
@@ -144,7 +145,7 @@ function endGroup(pid: number | undefined, sig: NodeJS.Signals): void {
 
 const current = new Map<number, { file: string; since: number }>();
 
-function runFile(file: string, shard: number, descriptor: string, cp: ControlPlane): Promise<FileResult> {
+function runFile(file: string, shard: number, descriptor: string, cp: ControlPlane, owner: string): Promise<FileResult> {
   const t0 = Date.now();
   const plane0 = planeCpuTotal(cp);
   const deadlineMs = fileDeadlineMs(file);
@@ -156,7 +157,7 @@ function runFile(file: string, shard: number, descriptor: string, cp: ControlPla
     const child = spawn(
       process.execPath,
       ['--import', CPU_REPORT, '--test', '--test-reporter=spec', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-isolation=none', '--test-force-exit', file],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: descriptor, MC_E2E_CPU_REPORT: report }, detached: true },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MC_TESTENV: descriptor, MC_E2E_CPU_REPORT: report, MC_E2E_OWNER: owner }, detached: true },
     );
     running.add(child);
     current.set(shard, { file, since: t0 });
@@ -274,14 +275,19 @@ async function runShard(shard: number, list: string[]): Promise<ShardResult> {
     const admin = new KubeClient(kc);
     try {
       await installStandInCRDs(admin);
+      for (const f of list) {
+        if (interrupted) break;
+        const owner = newOwner();
+        const r = await runFile(f, shard, descriptor, cp, owner);
+        results.push(r);
+        if (r.code !== 0) failed = true;
+        // What the file left in its namespaces goes with it (a file's own fixtures delete them while its
+        // controller runs; this is for the files that do not, or that ended early): the next file's
+        // controller would otherwise reconcile every earlier file's sources and tasks.
+        await deleteOwnedNamespaces(admin, { owner, release: true }).catch((e: unknown) => console.error(`[testenv] plane ${shard + 1}: deleting ${relative(REPO_ROOT, f)}'s namespaces: ${(e as Error).message}`));
+      }
     } finally {
       admin.close();
-    }
-    for (const f of list) {
-      if (interrupted) break;
-      const r = await runFile(f, shard, descriptor, cp);
-      results.push(r);
-      if (r.code !== 0) failed = true;
     }
   } catch (e) {
     failed = true;

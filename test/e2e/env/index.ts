@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import YAML from 'yaml';
 import { ControlPlane, type ControlPlaneInfo } from './controlplane.ts';
-import { KubeClient } from '../../../src/runtime/kube.ts';
+import { KubeClient, isNotFound, type KubeObject } from '../../../src/runtime/kube.ts';
 import { GVRs, type GVR } from '../../../src/runtime/gvr.ts';
 import { helmTemplate, tenantRoles } from '../../../scripts/demo/tools.ts';
 import { waitIntervals } from './wait.ts';
@@ -98,6 +98,51 @@ export async function freshNamespace(prefix = 'e2e', labels: Record<string, stri
   const name = `${prefix}-${randomBytes(3).toString('hex')}`.toLowerCase();
   await core.createNamespace({ body: { metadata: { name, labels: { e2e: 'true', [OWNER_LABEL]: PROCESS_OWNER, ...labels } } } });
   return name;
+}
+
+/**
+ * Deletes every namespace an owner made (freshNamespace's owner label; by default this process's) and waits,
+ * at most `waitMs`, for the VMImportSources and VMImportTasks in them to be gone. A file calls it while its
+ * controller and simulator still run, so their finalizers are answered: a source left behind would be
+ * retried by every later file's controller on the shared plane, against a simulator that no longer knows
+ * it. What is still there at the deadline is named on stderr and left to the namespace controller (the
+ * file does not fail). `release` drops those two kinds' finalizers instead of waiting: the e2e runner's
+ * sweep after a file has ended, whose controller is gone (else the next file's would act on them).
+ */
+export async function deleteOwnedNamespaces(c: KubeClient, o: { owner?: string; waitMs?: number; release?: boolean } = {}): Promise<void> {
+  const owned = await c.listAll(GVRs.Namespace, undefined, { labelSelector: `${OWNER_LABEL}=${o.owner ?? PROCESS_OWNER}` });
+  const names = new Set(owned.items.filter((n) => !n.metadata!.deletionTimestamp).map((n) => n.metadata!.name!));
+  if (names.size === 0) return;
+  await Promise.all([...names].map((n) => c.delete(GVRs.Namespace, undefined, n, { propagationPolicy: 'Background' })));
+  const left = async (): Promise<Array<{ gvr: GVR; o: KubeObject }>> => {
+    const out: Array<{ gvr: GVR; o: KubeObject }> = [];
+    for (const gvr of [GVRs.VMImportTask, GVRs.VMImportSource]) {
+      for (const x of (await c.listAll(gvr)).items) if (names.has(x.metadata!.namespace!)) out.push({ gvr, o: x });
+    }
+    return out;
+  };
+  if (o.release) {
+    for (const { gvr, o: x } of await left()) {
+      if (!x.metadata!.finalizers?.length) continue;
+      await c.patch(gvr, x.metadata!.namespace, x.metadata!.name!, { metadata: { finalizers: null } }, 'merge').catch((e: unknown) => {
+        if (!isNotFound(e)) throw e;
+      });
+    }
+    return;
+  }
+  const waitMs = o.waitMs ?? 0;
+  if (waitMs <= 0) return;
+  const deadline = Date.now() + waitMs;
+  const intervals = waitIntervals();
+  let rest = await left();
+  while (rest.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, intervals.next().value));
+    rest = await left();
+  }
+  if (rest.length > 0) {
+    const named = rest.map(({ gvr, o: x }) => `${gvr.kind} ${x.metadata!.namespace}/${x.metadata!.name}`);
+    console.error(`[e2e] still being deleted after ${Math.round(waitMs / 1000)} s (left to the namespace controller): ${named.join(', ')}`);
+  }
 }
 
 /** Runs the machine's kubectl against the control plane (as admin unless a kubeconfig is given). */
