@@ -138,6 +138,26 @@ test('a slot freed by a copied VM goes to the other tenant’s 1-VM task before 
   assert.deepEqual(admitted(rb.vms), ['vm-tenant-b-0']);
 });
 
+test('a Queued VM admitted to a freed slot no longer reads as waiting in the checkpoint that records it, before its Migration exists', async () => {
+  const w = world();
+  const adm = new TransferAdmission({ enabled: true, maxDisksPerHost: 1 });
+  const a = mkTask('tenant-a', 'big', 2);
+  readyPlans(w.plans, a);
+  w.tasks.put(a);
+  const first = await pass(adm, w, a);
+  const waiting = first.slots.get('vm-tenant-a-1') as { admitted: false; message: string };
+  a.status!.vms![1] = { ...a.status!.vms![1]!, reason: 'Queued', message: waiting.message };
+  assert.match(a.status!.vms![1]!.message ?? '', / ahead of it /);
+  // The first VM is copied: its slot is free for the second.
+  a.status!.vms![0] = { ...a.status!.vms![0]!, phase: 'Creating', timestamps: { started: '2026-01-01T00:00:30Z', transferred: '2026-01-01T00:01:00Z' } };
+  w.tasks.put(a);
+  const next = await pass(adm, w, a);
+  const recorded = next.recorded[0]!.find((v) => v.id === 'vm-tenant-a-1')!;
+  assert.ok(recorded.transferSlot?.admittedAt, 'the checkpoint is recorded');
+  assert.equal(recorded.phase, 'Queued', 'its phase turns when the Migration exists');
+  assert.equal(recorded.message, 'Admitted to a transfer slot on ESXi host esx07.example.internal; its Forklift Migration is created next');
+});
+
 test('a new leader rebuilds the budget from the checkpoints an old one recorded, Migrations made or not, and admits nothing past it', async () => {
   const w = world();
   const a = mkTask('tenant-a', 'big', 4);

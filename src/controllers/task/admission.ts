@@ -123,6 +123,11 @@ function placementUnknown(err: string): string {
   return `Waiting for Forklift's inventory to say which ESXi host serves the VM's disks, before a transfer slot can be given (${err.slice(0, 200)})`;
 }
 
+/** The checkpoint's sentence for a VM admitted to a slot whose Migration is created next. */
+export function admittedMessage(hostName: string): string {
+  return `Admitted to a transfer slot on ESXi host ${hostName}; its Forklift Migration is created next`;
+}
+
 /** The budget for the process: one object, passes serialised per vCenter, metrics on the project registry. */
 export class TransferAdmission {
   readonly cfg: BudgetConfig;
@@ -243,7 +248,13 @@ export class TransferAdmission {
         const prefix = `${ns}/${task.metadata.name ?? ''}/`;
         const admitNow = new Set(d.admission.admit.filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)));
         const holders = new Set(d.admission.holders);
-        vms = vms.map((v) => (admitNow.has(v.id) && v.transferSlot ? { ...v, transferSlot: { ...v.transferSlot, admittedAt: iso(now) } } : v));
+        // The checkpoint says what it records: a VM admitted, its Migration not created yet, no longer
+        // reads as waiting with the disks that were ahead of it (its phase turns when the Migration exists).
+        vms = vms.map((v) =>
+          admitNow.has(v.id) && v.transferSlot
+            ? { ...v, transferSlot: { ...v.transferSlot, admittedAt: iso(now) }, ...(v.phase === 'Queued' ? { message: admittedMessage(v.transferSlot.hostName ?? v.transferSlot.host) } : {}) }
+            : v,
+        );
         for (const v of vms) {
           if (!live(v) || !v.transferSlot || v.timestamps?.started) continue;
           const key = vmKey({ namespace: ns, task: task.metadata.name ?? '', id: v.id });
