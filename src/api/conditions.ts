@@ -25,6 +25,7 @@ export const DegradedReason = {
   APIUnreachable: 'APIUnreachable',
   InventoryUnavailable: 'InventoryUnavailable',
   QuotaExceeded: 'QuotaExceeded',
+  AdmissionWebhookUnavailable: 'AdmissionWebhookUnavailable',
   Error: 'Error',
   Recovered: 'Recovered',
 } as const;

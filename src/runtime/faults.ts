@@ -26,11 +26,21 @@ export interface Fault {
   reported: boolean;
 }
 
+// The API server's words for a webhook it could not call (k8s.io/apiserver pkg/admission/plugin/webhook
+// errors, ErrCallingWebhook: `failed calling webhook "<name>": …`). A webhook name is a DNS subdomain:
+// at most 253 characters, so the match is bounded as well as linear.
+const WEBHOOK_CALL_FAILED = /failed calling webhook "([a-z0-9.-]{1,253})"/;
+
 /** The condition's reason and a sentence for an error. Pure. */
 export function classify(e: unknown): { reason: string; message: string } {
   const msg = (e instanceof Error ? e.message : String(e)).replace(/\s+/g, ' ').slice(0, 500);
   if (e instanceof ApiError) {
     if (e.code === 403 && /exceeded quota|quota/i.test(e.message)) return { reason: DegradedReason.QuotaExceeded, message: `a ResourceQuota refuses a write this controller needs: ${msg}` };
+    // A webhook that intercepts the write and cannot be called (down, unreachable, timing out) under
+    // failurePolicy Fail: the API server refuses with a 500 naming it (Cozystack's lineage webhook on every
+    // claim, Secret and Service of a tenant namespace; Forklift's on its kinds). Nothing here can fix it.
+    const hook = e.code >= 500 ? WEBHOOK_CALL_FAILED.exec(msg)?.[1] : undefined;
+    if (hook) return { reason: DegradedReason.AdmissionWebhookUnavailable, message: `the admission webhook "${hook}" cannot be called, and the API server refuses every write it intercepts until it answers (a platform component; tell the operator): ${msg}` };
     if (e.code === 0) return { reason: DegradedReason.APIUnreachable, message: `the Kubernetes API server is unreachable: ${msg}` };
     return { reason: DegradedReason.APIError, message: `the Kubernetes API server answers ${e.code} ${e.reason}: ${msg}` };
   }

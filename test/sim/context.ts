@@ -114,6 +114,8 @@ export interface Ctx {
   instancePreferences?: Set<string>;
   /** Play Kubernetes 1.33's CSI PV deletion protection (test/sim/storage.ts, handleProtectionFinalizer). */
   csiPVFinalizer?: boolean;
+  /** Play Cozystack's lineage webhook and Flux's origin labels (test/sim/lineage.ts); `down`: not callable. */
+  lineage?: { down: boolean };
 }
 
 export function later(ctx: Ctx, ms: number, fn: () => void): void {

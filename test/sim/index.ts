@@ -65,6 +65,12 @@ export interface SimOptions {
    * written before the platform was read expect (firmware carried as stated).
    */
   vmInstanceChart?: VMInstanceChart;
+  /**
+   * A Cozystack platform's lineage webhook on the tenant namespaces' Pods, Secrets, Services, claims and
+   * Ingresses, and Flux's origin labels on the charts' objects it follows (test/sim/lineage.ts). Default
+   * false (the suite's other files do without it).
+   */
+  lineage?: boolean;
 }
 
 export interface Sim {
@@ -76,6 +82,8 @@ export interface Sim {
   installForklift(): Promise<void>;
   /** Fault: the inventory keeps serving its certificate while the published CA no longer matches it (false restores). */
   setInventoryCertMismatch(on: boolean): Promise<void>;
+  /** Fault: Cozystack's lineage webhook cannot be called (its Service has no endpoints); false restores. Needs `lineage`. */
+  setLineageWebhookDown(down: boolean): void;
   /**
    * Fault: the vCenter at `url` refuses connections for `holdMs`; Forklift re-tests its Providers as it
    * goes down and as it comes back (resolves once both status writes are done).
@@ -171,6 +179,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
     ...(opts.instanceTypes ? { instanceTypes: new Set(opts.instanceTypes) } : {}),
     ...(opts.instancePreferences ? { instancePreferences: new Set(opts.instancePreferences) } : {}),
     ...(opts.csiPVFinalizer ? { csiPVFinalizer: true } : {}),
+    ...(opts.lineage ? { lineage: { down: false } } : {}),
     inf: { secret: mk(R.Secret), pvc: mk(R.PVC), pv: mk(R.PV), sc: mk(R.StorageClass), dv: mk(R.DataVolume), vm: mk(R.VirtualMachine), vmdisk: mk(R.VMDisk), vminstance: mk(R.VMInstance) },
   };
   let forklift: Forklift | undefined;
@@ -257,6 +266,10 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
       await startForklift();
     },
     setInventoryCertMismatch: (on: boolean) => inv.setCertMismatch(on),
+    setLineageWebhookDown: (down: boolean) => {
+      if (!ctx.lineage) throw new Error('setLineageWebhookDown: the simulator was started without lineage');
+      ctx.lineage.down = down;
+    },
     conversionPodLog: (namespace: string, name: string) => forklift?.conversionPodLog(namespace, name),
     memory(): Record<string, number> {
       const out: Record<string, number> = { timers: ctx.timers.size };

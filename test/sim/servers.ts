@@ -10,6 +10,8 @@ import type { Forklift } from './forklift.ts';
 import { type Obj, R } from './rest.ts';
 import { POPULATED_FOR, ALLOW_ADOPTION } from './storage.ts';
 import { planMutation } from './plan-mutator.ts';
+import { lineageMutation, lineageWebhook } from './lineage.ts';
+import { OWNER_LABEL, PROCESS_OWNER } from './scope.ts';
 
 /**
  * Forklift's inventory and webhook servers are Go net/http servers without an IdleTimeout: an idle
@@ -365,6 +367,7 @@ export class Webhook {
           timeoutSeconds: 30,
           reinvocationPolicy: 'Never',
         },
+        ...(this.ctx.lineage ? [lineageWebhook(clientConfig('/lineage'), { key: OWNER_LABEL, value: PROCESS_OWNER })] : []),
       ],
     });
   }
@@ -476,6 +479,17 @@ export class Webhook {
           ...(m.error ? { status: { code: 400, reason: 'BadRequest', message: m.error } } : {}),
           ...(m.patch ? { patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(m.patch)).toString('base64') } : {}),
         },
+      });
+      return;
+    }
+    if (route === '/lineage') {
+      const m = await lineageMutation(this.ctx, { ...(rq.object as Obj), kind: rq.kind.kind }, rq.namespace ?? '', this.ctx.lineage?.down ?? false);
+      // Down: no endpoint answers, and the API server reports the call failed (failurePolicy Fail refuses the write).
+      if ('down' in m) return void req.socket.destroy();
+      json(res, 200, {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        response: { uid: rq.uid, allowed: true, ...(m.patch?.length ? { patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(m.patch)).toString('base64') } : {}) },
       });
       return;
     }

@@ -7,6 +7,7 @@
 import type { Ctx } from './context.ts';
 import { VDDK_WAITING_MESSAGE } from './forklift.ts';
 import { type Obj, Queue, R, keyOf, notFound, conflict, HttpError } from './rest.ts';
+import { FLUX_NAME_LABEL, fluxOriginLabels } from './lineage.ts';
 
 export const SIM_PROVISIONER = 'sim.cozystack.io/provisioner';
 /** The chart version the simulated releases report (Cozystack stamps the real one at build time). */
@@ -276,7 +277,15 @@ export class Storage {
       if (!d) return;
       // packages/apps/vm-disk/templates/dv.yaml at v1.6.2: a DataVolume of the release's name that already exists
       // (pre-created by the handoff) keeps its spec verbatim.
-      if (this.ctx.inf.dv.get(ns, release) || (await this.ctx.rest.get(R.DataVolume, ns, release))) return await this.releaseStatus(R.VMDisk, d, 'vm-disk', release);
+      const existing = this.ctx.inf.dv.get(ns, release) ?? (await this.ctx.rest.get(R.DataVolume, ns, release));
+      if (existing) {
+        // Flux's helm-controller labels every object of the release with its origin (lineage: what
+        // Cozystack's lineage webhook follows); the adopted DataVolume gets them on the release's install.
+        if (this.ctx.lineage && existing.metadata.labels?.[FLUX_NAME_LABEL] !== release) {
+          await this.ctx.rest.patch(R.DataVolume, ns, release, { metadata: { labels: fluxOriginLabels(release, ns) } });
+        }
+        return await this.releaseStatus(R.VMDisk, d, 'vm-disk', release);
+      }
       const spec = d.spec ?? {};
       const src = spec.source ?? {};
       const source = src.http ? { http: { url: src.http.url } } : src.image ? { pvc: { name: `vm-default-images-${src.image.name}`, namespace: 'cozy-public' } } : src.upload ? { upload: {} } : src.disk ? { pvc: { name: `vm-disk-${src.disk.name}`, namespace: ns } } : { blank: {} };
@@ -284,7 +293,7 @@ export class Storage {
         metadata: {
           name: release,
           namespace: ns,
-          labels: { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': release },
+          labels: { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': release, ...(this.ctx.lineage ? fluxOriginLabels(release, ns) : {}) },
           annotations: { 'meta.helm.sh/release-name': release, 'meta.helm.sh/release-namespace': ns, 'vm-disk.cozystack.io/optical': String(!!spec.optical) },
         },
         spec: {
@@ -326,7 +335,7 @@ export class Storage {
       metadata: {
         name: release,
         namespace: ns,
-        labels: { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': release },
+        labels: { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': release, ...(this.ctx.lineage ? fluxOriginLabels(release, ns) : {}) },
         annotations: { 'meta.helm.sh/release-name': release, 'meta.helm.sh/release-namespace': ns },
       },
       spec: {

@@ -13,6 +13,16 @@ test('a failure is named by what fails: the API server, its reachability, a quot
   assert.equal(classify(new InventoryError('Unreachable', 0, 'connect ECONNREFUSED 10.0.0.1:443')).reason, 'InventoryUnavailable');
 });
 
+test('a write refused because an admission webhook cannot be called names the webhook, as a platform fault', () => {
+  const down = classify(new ApiError(500, 'InternalError', 'Internal error occurred: failed calling webhook "lineage.cozystack.io": Post "https://lineage-controller-webhook.cozy-system.svc:443/mutate-lineage?timeout=10s": EOF'));
+  assert.equal(down.reason, 'AdmissionWebhookUnavailable');
+  assert.match(down.message, /^the admission webhook "lineage\.cozystack\.io" cannot be called, and the API server refuses every write it intercepts until it answers/);
+  // A webhook that answered and denied is the webhook's verdict, not its absence.
+  assert.equal(classify(new ApiError(400, 'BadRequest', 'admission webhook "plans.forklift.konveyor" denied the request: no')).reason, 'APIError');
+  // A 5xx without a webhook's name stays the API server's error.
+  assert.equal(classify(new ApiError(500, 'InternalError', 'etcdserver: request timed out')).reason, 'APIError');
+});
+
 test('a fault is reported once it persists, again only when what fails changes, and cleared only when it was reported', () => {
   const t = new FaultTracker();
   const e = new ApiError(500, 'InternalError', 'boom');
