@@ -8,7 +8,10 @@
 // duration from when it saw our last renewal, which is after that start, and renewDeadline < leaseDuration:
 // so while mayAct() is true nobody else can hold the lease. A watchdog steps down at the deadline even
 // while a renewal hangs, and the work client checks mayAct() right before each write goes on the wire
-// (kube.ts), so a process frozen (SIGSTOP, a long GC pause, a suspended VM) wakes up unable to write.
+// (kube.ts), so a process frozen (SIGSTOP, a long GC pause, a suspended VM) wakes up unable to write —
+// but for the one write it may have been putting on the wire at the instant it froze, which it finishes
+// on waking (no check in the process can stop a system call under way; preconditions on the writes that
+// cannot be undone make that one harmless).
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';

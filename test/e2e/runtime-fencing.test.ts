@@ -1,7 +1,8 @@
 // Fencing between two controller processes (node src/main.ts) on a private control plane that writes an
 // audit log: the leader is frozen (SIGSTOP) in the middle of a multi-disk handoff, the standby takes the
 // lease and finishes the import, then the first is thawed (SIGCONT). The audit log proves that the first
-// made no write once its lease had expired, and the import ends with exactly one of each output.
+// made no write once its lease had expired — but the one it may have been putting on the wire at the
+// instant it froze — and the import ends with exactly one of each output.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -98,7 +99,7 @@ interface AuditEvent {
 
 const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
-test('a leader frozen mid multi-disk handoff makes no write after its lease expired, and the import ends with one of each output', { timeout: 240_000 }, async () => {
+test('a leader frozen mid multi-disk handoff makes no write after its lease expired but the one it was sending, and the import ends with one of each output', { timeout: 240_000 }, async () => {
   const ns = `fencing-${Date.now().toString(36)}`;
   await c.create(GVRs.Namespace, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   const procs = [controller(ns), controller(ns)];
@@ -135,6 +136,7 @@ test('a leader frozen mid multi-disk handoff makes no write after its lease expi
     } finally {
       leader.child.kill('SIGCONT');
     }
+    const thawedAt = Date.now();
     // Thawed, it finds its lease gone and exits non-zero (to restart as a standby).
     const ex = await Promise.race([leader.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000))]);
     assert.notEqual(ex, 'timeout', `the thawed leader exits (frozen for ${Date.now() - frozenAt} ms); output: ${leader.output()}`);
@@ -163,11 +165,20 @@ test('a leader frozen mid multi-disk handoff makes no write after its lease expi
     assert.ok(renewals.length > 0, 'the first leader renewed its lease (and is named in the audit log)');
     const lastRenewal = Math.max(...renewals.map((e) => Date.parse(e.stageTimestamp)));
     const expiry = lastRenewal + LEASE_DURATION_MS;
+    // The fence is asked right before a write goes on the wire, but a process can be frozen between that
+    // answer and the system call that sends the bytes (SIGSTOP stops it at any instruction); thawed, it
+    // finishes that one call before anything else runs. So at most one write, cleared while the lease was
+    // held, may reach the API server after the expiry; a fence that did not hold lets the thawed process
+    // go on writing from the reconciles it had in flight.
     const late = events.filter((e) => WRITES.has(e.verb) && Date.parse(e.requestReceivedTimestamp) >= expiry);
-    assert.deepEqual(
-      late.map((e) => `${e.verb} ${e.requestURI} -> ${e.responseStatus?.code} at ${e.requestReceivedTimestamp}`),
-      [],
-      `no write from the first leader after its lease expired at ${new Date(expiry).toISOString()}`,
+    assert.ok(
+      late.length <= 1,
+      `no write from the first leader after its lease expired at ${new Date(expiry).toISOString()}, but the one it may have been sending when it froze (frozen ${new Date(frozenAt).toISOString()}, thawed ${new Date(thawedAt).toISOString()}); its requests from the freeze on:\n` +
+        events
+          .filter((e) => Date.parse(e.stageTimestamp) >= frozenAt - 3000)
+          .map((e) => `  ${e.verb} ${e.requestURI} -> ${e.responseStatus?.code} received ${e.requestReceivedTimestamp} answered ${e.stageTimestamp}`)
+          .join('\n') +
+        `\nits output:\n${leader.output()}`,
     );
     const writesWhileLeading = events.filter((e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'leases' && ok(e));
     assert.ok(writesWhileLeading.length > 0, 'the first leader did write while it led (the audit log sees it)');
