@@ -288,16 +288,19 @@ export class KubeClient {
   async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', gvr?: GVR, timeoutMs?: number): Promise<T> {
     const inflight = this.inflight.signal;
     const budget = timeoutMs ?? this.opts.timeoutMs!;
-    let deadline = Date.now() + budget;
+    let deadline = 0;
     for (let attempt = 0; ; attempt++) {
       let err: unknown;
       try {
         const t0 = Date.now();
+        // Read once: a first attempt gets its whole budget on the wire (and says so when it times out).
+        if (attempt === 0) deadline = t0 + budget;
         await this.throttle(inflight);
         // The deadline bounds the wire, not the wait for a turn: a queue behind the limiter must not time
         // out requests that were never sent (client-go waits for its token before the request's timeout runs).
-        deadline += Date.now() - t0;
-        const answer = await this.send(method, path, body, contentType, gvr, Math.max(1, deadline - Date.now()));
+        const sent = Date.now();
+        deadline += sent - t0;
+        const answer = await this.send(method, path, body, contentType, gvr, Math.max(1, deadline - sent));
         if (answer.status >= 200 && answer.status < 300) return parseBody(answer.text) as T;
         err = errorOfAnswer(answer.status, answer.text, answer.retryAfter);
       } catch (e) {
