@@ -133,6 +133,12 @@ export function findAssets(): string {
   return dir;
 }
 
+/** A start that lost one of its ports to another process between choosing it and binding it. */
+class PortTakenError extends Error {}
+/** Three losses in a row would mean something holds ports on purpose, not a race. */
+const PORT_RACE_ATTEMPTS = 3;
+
+
 export async function freePort(): Promise<number> {
   return await new Promise((res, rej) => {
     const s = createServer();
@@ -257,7 +263,7 @@ function tail(file?: string): string {
 
 export class ControlPlane {
   readonly info: ControlPlaneInfo;
-  private procs = new Map<string, { proc: ChildProcess; args: string[]; bin: string; log: string }>();
+  private procs = new Map<string, { proc: ChildProcess; args: string[]; bin: string; log: string; tail: string; closed: Promise<void> }>();
   private readonly opts: ControlPlaneOptions;
   private stopped = false;
 
@@ -274,6 +280,20 @@ export class ControlPlane {
   }
 
   static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+    // A port freePort() found free can be bound by another process (another file's plane, a simulator)
+    // before etcd or the API server binds it; CI saw etcd exit on `bind: address already in use`. Such a
+    // start is tried again on new ports; any other failure is reported as it is.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ControlPlane.startOnce(opts);
+      } catch (e) {
+        if (!(e instanceof PortTakenError) || attempt >= PORT_RACE_ATTEMPTS) throw e;
+        if (!opts.quiet) console.error(`[testenv] ${e.message}; starting again on new ports`);
+      }
+    }
+  }
+
+  private static async startOnce(opts: ControlPlaneOptions): Promise<ControlPlane> {
     installExitHooks();
     const t0 = Date.now();
     // The default deadline is a net for a start that cannot succeed, not a timing: on this 2-core machine
@@ -393,11 +413,26 @@ export class ControlPlane {
       // A tenant on this control plane holds what a tenant of a real Cozystack platform holds.
       await installTenantRoles(server, ca.certPEM, admin.token);
     } catch (e) {
-      await cp.stop({ keepDir: true });
+      const taken = await cp.portTaken();
+      await cp.stop({ keepDir: !taken });
+      if (taken) throw new PortTakenError(`control plane failed to start: ${taken}`);
       throw new Error(`control plane failed to start; logs kept in ${logsDir}: ${(e as Error).message}`);
     }
     if (!opts.quiet) console.error(`[testenv] control plane ready at ${server} in ${Date.now() - t0} ms (dir ${dir})`);
     return cp;
+  }
+
+  /** The line of etcd's or the API server's output that says a port was taken from under it, if any. */
+  private async portTaken(): Promise<string | undefined> {
+    for (const c of ['etcd', 'kube-apiserver']) {
+      const p = this.procs.get(c);
+      if (!p) continue;
+      // A component's exit can be seen before its last output is read; 'close' comes after both pipes end.
+      if (p.proc.exitCode !== null || p.proc.signalCode !== null) await Promise.race([p.closed, new Promise((r) => setTimeout(r, 2000))]);
+      const line = p.tail.split('\n').find((l) => l.includes('address already in use'));
+      if (line) return `${c}: ${line.trim().slice(0, 300)}`;
+    }
+    return undefined;
   }
 
   private proc(name: string): ChildProcess | undefined {
@@ -418,6 +453,13 @@ export class ControlPlane {
       : spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     proc.stdout?.pipe(out);
     proc.stderr?.pipe(out);
+    const entry = { proc, args, bin, log, tail: '', closed: new Promise<void>((r) => proc.once('close', () => r())) };
+    // The last output kept in memory, for reasons a start failed (8 KiB holds etcd's last few lines).
+    const keep = (b: Buffer): void => {
+      entry.tail = (entry.tail + b.toString('utf8')).slice(-8192);
+    };
+    proc.stdout?.on('data', keep);
+    proc.stderr?.on('data', keep);
     if (this.opts.letProcessExit) {
       proc.unref();
       (proc.stdout as { unref?: () => void } | null)?.unref?.();
@@ -427,7 +469,7 @@ export class ControlPlane {
     if (record && proc.pid) appendFileSync(record, JSON.stringify({ dir: this.info.dir, component: name, pid: proc.pid }) + '\n');
     children.add(proc);
     proc.on('exit', () => children.delete(proc));
-    this.procs.set(name, { proc, args, bin, log });
+    this.procs.set(name, entry);
     if (proc.pid) this.info.pids[name] = proc.pid;
   }
 
