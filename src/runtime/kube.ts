@@ -548,14 +548,19 @@ export class KubeClient {
             res.on('error', (e) => reject(e));
             return;
           }
-          let buf = '';
+          // One event is one line, and a large one (a 200-VM task's status) arrives in many chunks: each
+          // chunk is searched for the line's end on its own, and the parts are joined once the line is
+          // whole, so an event costs time linear in its size however it was split.
+          let parts: string[] = [];
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => {
-            buf += chunk;
+            let from = 0;
             let i: number;
-            while ((i = buf.indexOf('\n')) >= 0) {
-              const line = buf.slice(0, i).trim();
-              buf = buf.slice(i + 1);
+            while ((i = chunk.indexOf('\n', from)) >= 0) {
+              parts.push(chunk.slice(from, i));
+              from = i + 1;
+              const line = parts.join('').trim();
+              parts = [];
               if (!line) continue;
               let ev: { type: string; object: KubeObject };
               try {
@@ -571,6 +576,7 @@ export class KubeClient {
               }
               onEvent(ev.type, ev.object);
             }
+            if (from < chunk.length) parts.push(chunk.slice(from));
           });
           res.on('end', () => resolve());
           res.on('error', (e) => reject(e));
