@@ -70,7 +70,7 @@ const VM_ACTIONS_IN_FLIGHT = 8;
  * once, observes every VM again. Without it a 200-VM task showed a VM's phase change only after every
  * other VM's live reads (30 s for 30 VMs).
  */
-const PASS_START_BUDGET_MS = 500;
+const PASS_START_BUDGET_MS = 250;
 /** A long pass writes what it has so far this often: a VM's result shows within about a second. */
 const INTERIM_WRITE_MS = 1_000;
 
