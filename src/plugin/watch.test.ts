@@ -101,3 +101,25 @@ test('a watch stream that breaks is listed again and followed on; the end is sti
   assert.equal(code, 0);
   assert.deepEqual([lists, watches], [2, 1]);
 });
+
+test('nothing is drawn before the first list answers: a slow start never shows an existing task as not found', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval'] });
+  let answer!: () => void;
+  const listed = new Promise<void>((r) => (answer = r));
+  const client = {
+    list: async () => {
+      await listed;
+      return { items: [task('t', [ok('vm-1', 'a')], true)] as unknown as KubeObject[], metadata: { resourceVersion: '1' } };
+    },
+    watch: async () => undefined,
+  } as unknown as KubeClient;
+  let out = '';
+  const code = watchTasks({ client, namespace: 'ns', names: ['t'], write: (s) => (out += s), tty: false });
+  // Ten seconds of ticks while the list is still on its way.
+  for (let i = 0; i < 20; i++) t.mock.timers.tick(500);
+  assert.equal(out, '');
+  answer();
+  assert.equal(await code, 0);
+  assert.doesNotMatch(out, /not found/);
+  assert.match(out, /^\[1m00s\]\nt: phase Succeeded/);
+});

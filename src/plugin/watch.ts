@@ -82,7 +82,9 @@ export async function watchTasks(o: WatchOptions): Promise<number> {
     }
   };
 
-  const ticker = setInterval(() => draw(), o.tty ? TTY_EVERY_MS : 500);
+  // The ticker starts with the first list: before it, there is nothing to draw, and a frame drawn then
+  // read "not found" for a task that existed (its plugin still starting on a loaded machine).
+  let ticker: NodeJS.Timeout | undefined;
   try {
     for (;;) {
       const list = await o.client.list(GVRs.VMImportTask, o.namespace);
@@ -96,6 +98,7 @@ export async function watchTasks(o: WatchOptions): Promise<number> {
         throw new PluginError(`vmimporttasks.forklift.cozystack.io ${missing.map((m) => `"${m}"`).join(', ')} not found in namespace ${o.namespace}`, `list the tasks with kubectl get vmimporttasks -n ${o.namespace}`);
       }
       draw();
+      ticker ??= setInterval(() => draw(), o.tty ? TTY_EVERY_MS : 500);
       if (done()) break;
       const ac = new AbortController();
       let timer: NodeJS.Timeout | undefined;

@@ -931,6 +931,10 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
     }
   }
   await afterStep(va.step, undefined);
+  // The last step, decided on an entirely live observation of everything else finished and written on
+  // the claims' versions: the VM is done, confirmed by the verdict's own live pass (Handoff.reconcile), and
+  // its phase goes into the status write that records the step. A pass more found it done a second later.
+  if (va.step === Step.ReleaseClaims) return { state: 'done', disks: out, vmInstance: input.vmName, step: va.step };
   return {
     state: 'progress',
     disks: out,

@@ -98,3 +98,12 @@ export function checkpointReached(checkpoint: string | undefined, step: StepName
   const i = pending ? DISK_STEPS.indexOf(pending) - 1 : DISK_STEPS.indexOf(checkpoint as StepName);
   return i >= 0 && i >= DISK_STEPS.indexOf(step);
 }
+
+/** The per-disk steps a disk still has to take after the checkpoint recorded for it. */
+export function diskStepsLeft(checkpoint: string | undefined): number {
+  if (checkpoint === DISK_DONE) return 0;
+  if (!checkpoint) return DISK_STEPS.length;
+  const pending = pendingStep(checkpoint);
+  const i = pending ? DISK_STEPS.indexOf(pending) - 1 : DISK_STEPS.indexOf(checkpoint as StepName);
+  return DISK_STEPS.length - 1 - Math.max(-1, i);
+}

@@ -8,7 +8,8 @@ import { TaskReason } from '../../api/conditions.ts';
 import type { VMStatus } from '../../api/types.ts';
 import type { VMMigration } from '../../forklift/migration.ts';
 import type { ForkliftCondition } from '../../forklift/plan.ts';
-import { REASON_QUEUED, nextVMAction, statusBeforeAction, taskGate, type VMAction, type VMObservation } from './decide.ts';
+import { REASON_QUEUED, nextVMAction, passOrder, statusBeforeAction, stepsToEnd, taskGate, type VMAction, type VMObservation } from './decide.ts';
+import { DISK_DONE, DISK_STEPS, Step, pendingCheckpoint } from '../handoff/steps.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
 
@@ -466,4 +467,39 @@ test('a Queued VM whose Migration exists (created by a leader that died before i
   const a = nextVMAction({ ...observe({ ...fresh('succeed'), plan: 'ready', migration: true, stage: 'copying', copied: TOTAL / 4 }, status), slot: { admitted: false, message: 'x' } });
   assert.equal(a.status.phase, 'Transferring');
   assert.ok(a.status.timestamps?.started);
+});
+
+const inHandoff = (vmInstance: string | undefined, ...checkpoints: Array<string | undefined>): VMAction => ({
+  type: 'handoff',
+  status: { id: 'vm-1', name: 'a', phase: 'Creating', ...(vmInstance ? { vmInstance } : {}), diskHandoffs: checkpoints.map((h, index) => ({ index, vmDisk: `a-disk-${index}`, ...(h ? { handoff: h } : {}) })) },
+});
+
+test('a VM nearer its end goes first: its VMInstance made, then fewer disk steps left, then VMs before their transfer', () => {
+  const ready = stepsToEnd(inHandoff('a', DISK_DONE, DISK_DONE));
+  const settling = stepsToEnd(inHandoff(undefined, DISK_DONE, Step.CreateVMDisk));
+  const announced = stepsToEnd(inHandoff(undefined, DISK_DONE, pendingCheckpoint(Step.CreateVMDisk)));
+  const fresh = stepsToEnd(inHandoff(undefined, undefined, undefined));
+  const migration = stepsToEnd({ type: 'create-migration', status: { id: 'vm-2', name: 'b', phase: 'Queued' } });
+  const plan = stepsToEnd({ type: 'create-plan', status: { id: 'vm-3', name: 'c', phase: 'Validating' } });
+  assert.equal(ready, 2, 'the scaffolding VM and the claims are what is left');
+  assert.ok(ready < settling && settling < announced && announced < fresh && fresh < migration && migration < plan, `${[ready, settling, announced, fresh, migration, plan]}`);
+  assert.equal(fresh, 2 * DISK_STEPS.length + 3);
+});
+
+test('a pass orders the VMs the previous pass did not reach first, each group nearest the end first, ties in the given order', () => {
+  fc.assert(
+    fc.property(fc.array(fc.record({ steps: fc.nat(40), behind: fc.boolean() }), { maxLength: 30 }), (vms) => {
+      const ks = vms.map((_, k) => k);
+      const behind = new Set(ks.filter((k) => vms[k]!.behind));
+      const order = passOrder(ks, behind, (k) => vms[k]!.steps);
+      assert.deepEqual([...order].sort((a, b) => a - b), ks, 'every VM once');
+      const firstAhead = order.findIndex((k) => !behind.has(k));
+      if (firstAhead >= 0) assert.ok(order.slice(firstAhead).every((k) => !behind.has(k)), 'no VM left behind comes after one that was not');
+      for (let i = 1; i < order.length; i++) {
+        const [p, q] = [order[i - 1]!, order[i]!];
+        if (behind.has(p) !== behind.has(q)) continue;
+        assert.ok(vms[p]!.steps < vms[q]!.steps || (vms[p]!.steps === vms[q]!.steps && p < q));
+      }
+    }),
+  );
 });

@@ -23,7 +23,9 @@
 //   Forklift Succeeded, no output and the handoff never started ........ fail EngineReportedSuccessWithoutOutput
 //   Forklift Succeeded ................................................. handoff (its own checkpoint machine)
 import { SourceReason, TaskReason } from '../../api/conditions.ts';
+import { readVMDisks } from '../../api/disks.ts';
 import type { VMStatus } from '../../api/types.ts';
+import { DISK_STEPS, VM_STEPS, diskStepsLeft } from '../handoff/steps.ts';
 import { SUCCESS_WITHOUT_OUTPUT_MESSAGE, pendingAfterCopyMessage } from '../../forklift/failures.ts';
 import { QUEUED_MESSAGE, currentStep, sourcePoweredOff, transferDone, type VMMigration } from '../../forklift/migration.ts';
 import { describeCondition, type ForkliftCondition, type PlanVerdict } from '../../forklift/plan.ts';
@@ -368,4 +370,47 @@ export function taskGate(o: TaskGateObservation): { reason: string; message: str
   }
   if (!o.forkliftInstalled) return { reason: TaskReason.ForkliftNotInstalled, message: 'Forklift (forklift.konveyor.io) is not installed; the task proceeds by itself once it is' };
   return undefined;
+}
+
+/**
+ * Where a VM's action goes in its pass, nearest its end first (reconciler.ts orders by it, the VMs an
+ * earlier pass did not reach ahead of all others): the steps it still has to take before its phase
+ * turns, as its status records them. A verdict waiting on a diagnosis or a cutover is one write from its
+ * phase; a handoff counts its disks' remaining steps and the VM's own; a VM before its Migration has the
+ * whole import ahead, and goes after every handoff (a transfer runs for minutes, and a pass more before it
+ * starts is not seen; a tenant waits on each handoff step). Pure.
+ */
+export function stepsToEnd(a: VMAction): number {
+  switch (a.type) {
+    case 'none':
+    case 'report':
+    case 'fail':
+    case 'fail-diagnosed':
+    case 'stalled':
+    case 'set-cutover':
+      return 1;
+    case 'handoff': {
+      const disks = readVMDisks(a.status).evidence;
+      const left = disks.length ? disks.reduce((n, d) => n + diskStepsLeft(d.handoff), 0) : DISK_STEPS.length;
+      // Once the VMInstance is recorded, the scaffolding VM and the claims' custody are what is left.
+      return left + (a.status.vmInstance ? VM_STEPS.length - 1 : VM_STEPS.length);
+    }
+    case 'create-migration':
+      return BEFORE_TRANSFER;
+    case 'create-plan':
+      return BEFORE_TRANSFER + 1;
+  }
+}
+
+/** Above any handoff's count (a VM has at most a few dozen disks, each DISK_STEPS long). */
+const BEFORE_TRANSFER = 1_000_000;
+
+/**
+ * A pass's order of actions: the VMs the previous pass did not reach first (no VM waits more than one
+ * pass behind the others, however many are nearer their end), then the rest; within each, nearest the
+ * end first (stepsToEnd), and in the given order between equals. Pure.
+ */
+export function passOrder(ks: readonly number[], behind: ReadonlySet<number>, steps: (k: number) => number): number[] {
+  const ranked = (xs: number[]): number[] => xs.map((k) => ({ k, s: steps(k) })).sort((a, b) => a.s - b.s).map((x) => x.k);
+  return [...ranked(ks.filter((k) => behind.has(k))), ...ranked(ks.filter((k) => !behind.has(k)))];
 }

@@ -25,10 +25,9 @@ export class TaskMemory {
   /** Per task UID: the VMs (by index) whose action the last pass did not start; they go first next time. */
   private readonly behind = new Map<string, number[]>();
 
-  /** `ks` with the VMs the last pass left behind first (lost on a restart: the order is only fairness). */
-  rotate(taskUID: string, ks: number[]): number[] {
-    const first = new Set(this.behind.get(taskUID) ?? []);
-    return [...ks.filter((k) => first.has(k)), ...ks.filter((k) => !first.has(k))];
+  /** The VMs (by index) the last pass of a task did not reach (lost on a restart: the order is only fairness). */
+  behindOf(taskUID: string): ReadonlySet<number> {
+    return new Set(this.behind.get(taskUID) ?? []);
   }
 
   /** Records the VMs a pass did not reach. */

@@ -22,7 +22,7 @@ import { TaskReason } from '../../api/conditions.ts';
 import { failVM, runPreflight, type CIDRSource, type TaskInventory } from './preflight.ts';
 import { TaskMetrics } from './metrics.ts';
 import { backfillFinished, isTerminalPhase } from './status.ts';
-import { nextVMAction, statusBeforeAction, taskGate, writesNothing, type VMAction } from './decide.ts';
+import { nextVMAction, passOrder, statusBeforeAction, stepsToEnd, taskGate, writesNothing, type VMAction } from './decide.ts';
 import { StatusBoard, boundedPool } from './board.ts';
 import { Handoff } from '../handoff/index.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey, type VMObjects } from './observe.ts';
@@ -331,8 +331,9 @@ export class TaskReconciler implements Reconciler {
     });
     if (decided.size > 0) await board.flush();
     const passStart = Date.now();
-    // Round-robin across passes: the VMs a pass did not reach go first in the next one.
-    const order = this.mem.rotate(task.metadata.uid ?? '', [...decided.keys()]);
+    // The VMs a pass did not reach go first in the next one; then those nearest their end (a VM whose
+    // VMInstance is Ready has two steps left, and its tenant waits on them).
+    const order = passOrder([...decided.keys()], this.mem.behindOf(task.metadata.uid ?? ''), (k) => stepsToEnd(decided.get(k)!.action));
     const mayStart = (): boolean => Date.now() - passStart < PASS_START_BUDGET_MS;
     // The Plans of VMs that ended in an earlier pass are archived, then deleted, beside the VMs' actions.
     const endedEarlier = (task.status?.vms ?? []).some((v) => isTerminalPhase(v.phase));
