@@ -63,7 +63,7 @@ const VCENTER_URL = 'https://vcenter.demo.example.com/sdk';
 /**
  * Simulated transfer speed in MiB/s per disk (a VM's disks move in parallel). 1000 makes web-01 (16 GiB)
  * take ~16 s and db-01 (largest disk 24 GiB) ~25 s: long enough to watch the bars move, short enough
- * for a demo. A cold --fast run takes 1024 as well: at 2048 (web-01 ~8 s) `kubectl vmimport watch`, whose
+ * for a demo. A cold --fast run takes 1000 as well: at 2048 (web-01 ~8 s) `kubectl vmimport watch`, whose
  * start loads the Kubernetes client (over a second of CPU alone), drew its first frame 21 s after the
  * task was applied on a machine running the whole suite, and web-01 was already past its transfer. A warm
  * run stays in Precopying until its cutover, so a --fast one moves at 2048.
