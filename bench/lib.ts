@@ -511,7 +511,8 @@ export async function spawnController(env: BenchEnv, o: ControllerOptions = {}):
     '--metrics-port', String(mp),
     '--webhook-port', String(await freePort()),
     '--service-cidr', SERVICE_CIDR,
-    '--log-level', o.logLevel ?? 'warn',
+    // The controller's log at another level than warn (to see a run's passes): BENCH_CONTROLLER_LOG_LEVEL=info.
+    '--log-level', o.logLevel ?? process.env.BENCH_CONTROLLER_LOG_LEVEL ?? 'warn',
     '--workers', String(o.workers ?? 4),
   ];
   if (o.vddk !== false) args.push('--vddk-image', VDDK_IMAGE);

@@ -18,6 +18,7 @@
 //
 //   node bench/status-latency.ts [--vms 200] [--baseline <ref>] [--only-baseline] [--minutes <n>] [--mb-per-second 512] [--kube-api-qps <n>] [--quick]
 // writes bench/results/status-latency.json.
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { COZY_USER_LABEL_PREFIX, LABEL_TASK, LABEL_VM_ID } from '../src/api/labels.ts';
 import type { VMImportTask } from '../src/api/types.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
@@ -165,6 +166,8 @@ export async function runOnce(o: { vms: number; mbPerSecond: number; ref?: strin
       const out = await until(`task ${ns}/${task} to end`, async () => outcome(await env.admin.get(GVRs.VMImportTask, ns, task)), (o.minutes ?? 60) * 60_000, 500).catch(() => `not finished in ${o.minutes ?? 60} min`);
       const wallSeconds = round((Date.now() - t0) / 1000, 1);
       const counts = env.audit.count(mark);
+      // With BENCH_KEEP_LOG=<path>: beside the controller's log (<path>.times.json) when each VM's world change and its status were seen, per transition.
+      if (process.env.BENCH_KEEP_LOG) writeFileSync(`${process.env.BENCH_KEEP_LOG}.times.json`, JSON.stringify({ ...Object.fromEntries(TRANSITIONS.map((t) => [t, { world: Object.fromEntries(obs.world.get(t)!), shown: Object.fromEntries(obs.shown.get(t)!) }])), requests: counts.byVerbResource }));
       const lat = obs.latencies();
       const waits = obs.waiting(Date.now());
       const figures: RunFigures = {
@@ -180,6 +183,8 @@ export async function runOnce(o: { vms: number; mbPerSecond: number; ref?: strin
       return figures;
     } finally {
       await ctl.stop();
+      // The controller's log outlives the control plane where asked: BENCH_KEEP_LOG=<path>.
+      if (process.env.BENCH_KEEP_LOG) copyFileSync(ctl.logPath, process.env.BENCH_KEEP_LOG);
     }
   } finally {
     await obs.stop();

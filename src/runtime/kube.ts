@@ -6,7 +6,7 @@ import https from 'node:https';
 import http from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { GVR } from './gvr.ts';
-import type { TokenBucket } from './ratelimit.ts';
+import { currentRequestPriority, type TokenBucket } from './ratelimit.ts';
 
 export interface KubeObject {
   apiVersion?: string;
@@ -264,13 +264,16 @@ export class KubeClient {
     this.inflight = new AbortController();
   }
 
-  /** Waits for the client-side limiter's token (none configured: at once); a cancel of in-flight work ends the wait. */
+  /**
+   * Waits for the client-side limiter's token (none configured: at once), in the turn of the work's
+   * priority (withRequestPriority); a cancel of in-flight work ends the wait.
+   */
   private async throttle(signal: AbortSignal): Promise<void> {
     const limiter = this.opts.limiter;
     if (!limiter) return;
     let ms: number;
     try {
-      ms = await limiter.wait(signal);
+      ms = await limiter.wait(signal, currentRequestPriority());
     } catch {
       throw new DeadlineError('cancelled while waiting for the client-side rate limiter');
     }

@@ -310,12 +310,15 @@ function cluster(api: FakeAPI): void {
 }
 
 /** Drives a fresh Handoff per pass (nothing survives in memory) to its verdict; `crashAfter` throws right after that step's write, once. */
-async function runToVerdict(api: FakeAPI, crashAfter?: StepName): Promise<{ outcome: HandoffOutcome; steps: StepName[]; crashed: boolean }> {
+async function runToVerdict(api: FakeAPI, crashAfter?: StepName): Promise<{ outcome: HandoffOutcome; steps: StepName[]; crashed: boolean; byCall: StepName[][] }> {
   let status: VMStatus = { id: 'vm-1', name: 'db', phase: 'Creating' };
   const steps: StepName[] = [];
+  /** The steps each call of the Handoff took. */
+  const byCall: StepName[][] = [];
   let crashed = false;
   handoffHooks.afterStep = (step) => {
     steps.push(step);
+    byCall.at(-1)!.push(step);
     if (step === crashAfter && !crashed) {
       crashed = true;
       throw new SimulatedCrash(step);
@@ -336,6 +339,7 @@ async function runToVerdict(api: FakeAPI, crashAfter?: StepName): Promise<{ outc
         },
       };
       let outcome: HandoffOutcome;
+      byCall.push([]);
       try {
         outcome = await new Handoff().reconcile(ctxOf(api), input);
       } catch (e) {
@@ -344,7 +348,7 @@ async function runToVerdict(api: FakeAPI, crashAfter?: StepName): Promise<{ outc
         continue; // the status write of this pass never happened; what `record` wrote stays
       }
       status = { ...status, diskHandoffs: outcome.disks, ...(outcome.vmInstance ? { vmInstance: outcome.vmInstance } : {}) };
-      if (outcome.state !== 'progress') return { outcome, steps, crashed };
+      if (outcome.state !== 'progress') return { outcome, steps, crashed, byCall };
       cluster(api);
     }
     throw new Error(`no verdict: ${JSON.stringify(status)}`);
@@ -375,6 +379,29 @@ test('the recipe runs every step in the declared order and ends with the volume 
   assertHandedOff(api);
   const creates = api.calls.filter((c) => c.verb === 'create').map((c) => c.kind);
   assert.deepEqual(creates, ['PersistentVolumeClaim', 'DataVolume', 'VMDisk', 'VMInstance'], 'each output made once');
+});
+
+test('once every release deployed, the scaffolding VM goes and the claims leave custody in the same call, which ends the VM', async () => {
+  const api = transferredWorld();
+  const r = await runToVerdict(api);
+  assert.equal(r.outcome.state, 'done', r.outcome.message);
+  // Every other step is a call of its own (its evidence is recorded before the next is decided).
+  assert.deepEqual(r.byCall.filter((c) => c.length), [...HANDOFF_STEPS.slice(0, -2).map((s) => [s]), [Step.DeleteScaffoldingVM, Step.ReleaseClaims]]);
+  assert.equal(r.outcome.step, Step.ReleaseClaims);
+  assertHandedOff(api);
+});
+
+test('a scaffolding VM its finalizer holds after the delete is going, which is enough: the claims leave custody in the same call', async () => {
+  const api = transferredWorld();
+  // KubeVirt's finalizer on its VirtualMachines (kubevirt/kubevirt@v1.8.4
+  // staging/src/kubevirt.io/api/core/v1/types.go, VirtualMachineControllerFinalizer) keeps a deleted VM
+  // readable, with a deletionTimestamp, until its controller has let it go.
+  const vm = api.find(GVRs.VirtualMachine, NS, 'db')!;
+  vm.metadata!.finalizers = ['kubevirt.io/virtualMachineControllerFinalize'];
+  const r = await runToVerdict(api);
+  assert.equal(r.outcome.state, 'done', r.outcome.message);
+  assert.deepEqual(r.byCall.filter((c) => c.length).at(-1), [Step.DeleteScaffoldingVM, Step.ReleaseClaims], 'a VM being deleted is enough: the release follows in the same call');
+  assert.ok(api.find(GVRs.VirtualMachine, NS, 'db')?.metadata?.deletionTimestamp, 'the scaffolding VM is going');
 });
 
 for (const step of HANDOFF_STEPS) {

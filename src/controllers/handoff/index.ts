@@ -312,6 +312,8 @@ class KnownVMDisks {
 }
 
 const vmDiskKey = (ns: string, name: string): string => `${ns}/${name}`;
+/** `read` if it is the object `known` was (by UID), else undefined. */
+const sameUID = (read: KubeObject | undefined, known: KubeObject | undefined): KubeObject | undefined => (read && read.metadata?.uid === known?.metadata?.uid ? read : undefined);
 
 /**
  * The disk's outputs. The VMDisk is read only when a decision can depend on it (from the cache where
@@ -355,8 +357,12 @@ async function observeDisk(rd: Reader, input: HandoffInput, d: DiskPlan): Promis
   // once that claim is gone. A checkpoint lost to a crash only makes a pass read more; a live pass
   // (settling, every verdict) reads them all.
   const at = d.previous?.handoff;
-  const transferClaimGone = !rd.live && checkpointReached(at, Step.DeleteTransferClaim);
-  const transferDataVolumesGone = !rd.live && checkpointReached(at, Step.OrphanTransferClaim);
+  // A settled disk's, not even on a live pass: settling was decided on a live observation that found them
+  // gone, and a settled disk's decision (diskDone, deletedOutput) never reads them again. The VM's live
+  // passes (its VMInstance, the claims' release, each verdict) read two 404s a disk less.
+  const settled = at === DISK_DONE || d.recorded?.metadata?.annotations?.[ANNOTATION_HANDOFF] === HANDOFF_SETTLED;
+  const transferClaimGone = settled || (!rd.live && checkpointReached(at, Step.DeleteTransferClaim));
+  const transferDataVolumesGone = settled || (!rd.live && checkpointReached(at, Step.OrphanTransferClaim));
   const knownVolumeName = d.recorded?.metadata?.name ?? d.previous?.volumeName;
   const vmDiskCreated = checkpointReached(at, Step.CreateVMDisk) || pendingStep(at) === Step.CreateVMDisk;
   // Everything whose name is known before any read is read at once (a live pass — settling, verdicts —
@@ -617,9 +623,11 @@ export class Handoff {
     const st = this.st;
     const first = await handoffPass(ctx, st, input, reader(ctx, st, false));
     // A pass that took a step or waits returns as it is. A verdict — every disk and the VM done, or the VM
-    // failed — was reached without a write and is confirmed on a live observation before it is returned.
+    // failed — reached without a write is confirmed on a live observation before it is returned; the one
+    // the last step reached stands on the live observation that step was decided on, and on its writes'
+    // preconditions (handoffPass).
     if (first.state === 'progress') return first;
-    const verdict = await handoffPass(ctx, st, input, reader(ctx, st, true));
+    const verdict = first.state === 'done' && first.step === Step.ReleaseClaims ? first : await handoffPass(ctx, st, input, reader(ctx, st, true));
     if (verdict.state !== 'progress') for (const d of verdict.disks) st.known.delete(vmDiskKey(input.task.metadata.namespace ?? '', d.vmDisk));
     if (verdict.state !== 'failed') return verdict;
     // A failed VM's data waits for the tenant: every volume this VM's handoff marked goes back on Retain
@@ -730,10 +738,14 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
   // reader (never behind our own writes). None there — before the first step, or a cache not yet synced —
   // is confirmed by the API server before anything is decided on it.
   const pvLabels = { [LABEL_TASK_UID]: markers.taskUid, [LABEL_VM_ID]: markers.vmId };
-  // A live pass reads the VMInstance beside the volumes (it observes everything; see below).
+  // A live pass reads the VMInstance and the scaffolding VM beside the volumes (it observes everything;
+  // see below): the claims leave custody only once the scaffolding VM is seen gone or going, from the server.
   const liveVMInstance = rd.live ? rd.own(GVRs.VMInstance, ns, input.vmName) : undefined;
+  const scaffold = input.forkliftVM;
+  const liveScaffold = rd.live && scaffold ? rd.get(GVRs.VirtualMachine, ns, scaffold.metadata?.name ?? '') : undefined;
   // Awaited only further on; a pass that returns or throws before must not leave a rejection unobserved.
   liveVMInstance?.catch(() => undefined);
+  liveScaffold?.catch(() => undefined);
   const pvCache = rd.live ? undefined : ctx.cache(GVRs.PersistentVolume);
   let recordedPVs: KubeObject[] = [];
   const cachedPVs = pvCache?.list(undefined, pvLabels) ?? [];
@@ -858,7 +870,8 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
     vmInstanceName: input.vmName,
     vmInstance: await (liveVMInstance ?? rd.own(GVRs.VMInstance, ns, input.vmName)),
     vmInstanceRecorded: !!input.status.vmInstance,
-    scaffoldingVM: input.forkliftVM,
+    // Read live, another VirtualMachine under its name (another UID) is not this VM's scaffolding.
+    scaffoldingVM: liveScaffold ? sameUID(await liveScaffold, scaffold) : scaffold,
   };
   // Once the VMInstance exists: its disks' releases and claims too. A live pass has just read every
   // VMDisk and claim, live, in this same observation; a cached pass reads them through the reader.
@@ -931,6 +944,11 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
     }
   }
   await afterStep(va.step, undefined);
+  // The scaffolding VM's delete records nothing (its absence is the evidence a later pass reads): the
+  // last step, the claims' release, is decided at once on a fresh, entirely live observation instead of a
+  // task pass later (a 200-VM task's pass is seconds long, and the tenant waits on this VM's end).
+  // Taken from a cached pass only, so it recurses once.
+  if (va.step === Step.DeleteScaffoldingVM && !rd.live) return await handoffPass(ctx, st, input, reader(ctx, st, true));
   // The last step, decided on an entirely live observation of everything else finished and written on
   // the claims' versions: the VM is done, confirmed by the verdict's own live pass (Handoff.reconcile), and
   // its phase goes into the status write that records the step. A pass more found it done a second later.

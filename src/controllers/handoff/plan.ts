@@ -27,7 +27,9 @@ import { Step, checkpointReached, pendingStep, type StepName } from './steps.ts'
  *   resourceVersion from that same read.
  * - release-claims (the claims' finalizer goes, after which a deleted claim releases its volume under
  *   the class's policy): read live, every output of the VM exists, none is being deleted, every release
- *   deployed; each claim's patch carries its resourceVersion.
+ *   deployed, and Forklift's scaffolding VM is gone or going; each claim's patch carries its
+ *   resourceVersion. Taken right after the scaffolding VM's delete, in the same call, on an observation
+ *   read again after it.
  * - create-datavolume and create-vmdisk (each makes CDI or the VMDisk chart act on what it finds: a
  *   DataVolume over a claim gone provisions an empty volume in its place, and a VMDisk over a DataVolume
  *   gone makes its chart create an empty one): read live, the claim (and for the VMDisk, the DataVolume)

@@ -8,7 +8,7 @@ import { TaskReason } from '../../api/conditions.ts';
 import type { VMStatus } from '../../api/types.ts';
 import type { VMMigration } from '../../forklift/migration.ts';
 import type { ForkliftCondition } from '../../forklift/plan.ts';
-import { REASON_QUEUED, nextVMAction, passOrder, statusBeforeAction, stepsToEnd, taskGate, type VMAction, type VMObservation } from './decide.ts';
+import { REASON_QUEUED, nextVMAction, passOrder, requestPriority, statusBeforeAction, stepsToEnd, taskGate, type VMAction, type VMObservation } from './decide.ts';
 import { DISK_DONE, DISK_STEPS, Step, pendingCheckpoint } from '../handoff/steps.ts';
 import { failVM } from './preflight.ts';
 import { isTerminalPhase } from './status.ts';
@@ -484,6 +484,19 @@ test('a VM nearer its end goes first: its VMInstance made, then fewer disk steps
   assert.equal(ready, 2, 'the scaffolding VM and the claims are what is left');
   assert.ok(ready < settling && settling < announced && announced < fresh && fresh < migration && migration < plan, `${[ready, settling, announced, fresh, migration, plan]}`);
   assert.equal(fresh, 2 * DISK_STEPS.length + 3);
+});
+
+test('an action’s requests take the limiter’s turns nearest the end first, all of them after the work of priority 0 (watches, relists, sources)', () => {
+  const actions: VMAction[] = [
+    inHandoff('a', DISK_DONE, DISK_DONE),
+    inHandoff(undefined, DISK_DONE, Step.CreateVMDisk),
+    inHandoff(undefined, undefined, undefined),
+    { type: 'create-migration', status: { id: 'vm-2', name: 'b', phase: 'Queued' } },
+    { type: 'create-plan', status: { id: 'vm-3', name: 'c', phase: 'Validating' } },
+  ];
+  const p = actions.map(requestPriority);
+  for (let i = 1; i < p.length; i++) assert.ok(p[i - 1]! > p[i]!, `${p}`);
+  assert.ok(p.every((x) => x < 0), `${p}`);
 });
 
 test('a pass orders the VMs the previous pass did not reach first, each group nearest the end first, ties in the given order', () => {

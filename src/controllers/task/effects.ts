@@ -19,6 +19,7 @@ import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, isAlreadyExists, isNotFound, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext, Result } from '../../runtime/reconciler.ts';
 import { patchStatus } from '../../runtime/status.ts';
+import { withRequestPriority } from '../../runtime/ratelimit.ts';
 import type { Handoff } from '../handoff/index.ts';
 import { desiredReclaimPolicy } from '../handoff/plan.ts';
 import { notBefore, type VMAction } from './decide.ts';
@@ -30,6 +31,8 @@ import { MIGRATION_LABEL, PLAN_LABEL, VM_ID_LABEL, getCached, listOptional, task
 import { advertisedAddress, failVM, hostDescription, type CIDRSource, type InventoryHostLike, type TaskInventory } from './preflight.ts';
 import { deriveTaskStatus } from './status.ts';
 
+/** Above every other request's turn in the client-side limiter (0 and below: runtime/ratelimit.ts, decide.ts requestPriority). */
+const STATUS_WRITE_PRIORITY = 1;
 /** While deleting: poll for the Forklift objects to be gone (Forklift may hold finalizers on them). */
 const DELETE_POLL_MS = 2_000;
 
@@ -163,7 +166,8 @@ export async function writeStatus(ctx: ReconcileContext, fx: Pick<TaskEffects, '
   // On the version read: the task's conditions are written whole, and the manager's Degraded among them
   // must not come back from a read older than its clearing.
   const over = task.metadata.resourceVersion;
-  const wrote = await patchStatus(ctx.client, GVRs.VMImportTask, task, next, { precondition: true });
+  // Ahead of every other request in the client-side limiter: it is what the tenant sees of them all.
+  const wrote = await withRequestPriority(STATUS_WRITE_PRIORITY, () => patchStatus(ctx.client, GVRs.VMImportTask, task, next, { precondition: true }));
   // Written on `over` (the precondition): until the cache has the write, the next pass reads it from here.
   fx.mem.ownWrites.wrote(GVRs.VMImportTask, wrote, { over });
   // A second write in the same pass (after the preflight's) holds on the version this one made.
