@@ -931,11 +931,11 @@ export class Forklift {
 
   // ---------------------------------------------------------------- Migration
 
-  private async writeMigration(run: Run): Promise<void> {
+  private async writeMigration(run: Run, ended: boolean): Promise<void> {
     const m = this.ctx.inf.migration!.get(run.migration.metadata.namespace, run.migration.metadata.name);
     if (!m || m.metadata.uid !== run.migration.metadata.uid) return;
-    const conds = [run.result ? this.terminal(run, 'migration') : cond('Executing', 'Advisory', 'Started', 'The migration is EXECUTING.')];
-    await this.writeStatus(R.Migration, m, { conditions: conds, started: run.started, ...(run.completed ? { completed: run.completed } : {}), vms: run.vms });
+    const conds = [ended && run.result ? this.terminal(run, 'migration') : cond('Executing', 'Advisory', 'Started', 'The migration is EXECUTING.')];
+    await this.writeStatus(R.Migration, m, { conditions: conds, started: run.started, ...(ended && run.completed ? { completed: run.completed } : {}), vms: run.vms });
   }
 
   /** A change of phase, step or verdict: the run's status is written within a tick. */
@@ -987,9 +987,12 @@ export class Forklift {
   /** True when both the Plan's and the Migration's status are written. */
   private async flushOnce(run: Run): Promise<boolean> {
     if (this.ctx.stopping) return false;
-    // Plan first: whoever sees the Migration finished must find the Plan's history already written.
+    // Plan first: whoever sees the Migration finished must find the Plan's history already written. The
+    // result is taken before the Plan write is queued: a write queued before the run ended may land after
+    // it ended, and its Migration write must not then announce an end its Plan write did not carry.
+    const ended = run.result !== undefined;
     if (!(await this.writePlan(run.planKey))) return false;
-    return await this.writeMigration(run).then(
+    return await this.writeMigration(run, ended).then(
       () => true,
       (e) => {
         if (!this.ctx.stopping) console.error(`[sim] migration status: ${(e as Error).message}; redone in ${SLOW_REQ_MS} ms`);
