@@ -12,7 +12,7 @@ import type { DiskStatus, TaskVM, VMImportTask, VMStatus } from '../../api/types
 import { markerLabels, renderHandoffDataVolume, renderTargetClaim, volumeFacts } from '../../cozystack/render.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
 import { ApiError, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
-import type { ReconcileContext } from '../../runtime/reconciler.ts';
+import type { Cache, ReconcileContext } from '../../runtime/reconciler.ts';
 import { Handoff, handoffHooks, type HandoffInput, type HandoffOutcome } from './index.ts';
 import { HANDOFF_STEPS, Step, pendingCheckpoint, type StepName } from './steps.ts';
 
@@ -231,6 +231,59 @@ test('a VMDisk deleted after its create was recorded fails the VM with OutputDel
   assert.equal(api.find(GVRs.PersistentVolumeClaim, NS, 'vm-disk-db-disk-0'), undefined, 'out of custody, the terminating claim went: its volume is Retain');
   assert.equal(api.find(GVRs.VirtualMachine, NS, 'db'), undefined, 'the scaffolding VM is gone: the VM can be imported again');
   assert.ok(!api.calls.some((c) => c.verb === 'create'), 'nothing is re-created');
+});
+
+/** A context whose caches hold `api` as it was when this was called (a stale view of every kind). */
+function ctxWithCachesOf(api: FakeAPI): ReconcileContext & { gets: string[] } {
+  const snapshot = new Map([...api.objects].map(([k, o]) => [k, structuredClone(o)]));
+  const gets: string[] = [];
+  const cacheOf = (gvr: GVR): Cache => ({
+    get: (ns, name) => {
+      const o = snapshot.get(api.key(gvr, ns, name));
+      return o ? structuredClone(o) : undefined;
+    },
+    list: (ns, labels) =>
+      [...snapshot.entries()]
+        .filter(([k, o]) => k.startsWith(`${gvr.kind}/`) && (!ns || o.metadata?.namespace === ns) && Object.entries(labels ?? {}).every(([l, v]) => o.metadata?.labels?.[l] === v))
+        .map(([, o]) => structuredClone(o)),
+    hasSynced: () => true,
+  });
+  const base = ctxOf(api);
+  const client = base.client;
+  const counted = new Proxy(client, {
+    get: (target, prop, receiver) => {
+      if (prop !== 'get') return Reflect.get(target, prop, receiver);
+      return async (gvr: GVR, ns: string | undefined, name: string) => {
+        gets.push(`${gvr.kind} ${name}`);
+        return await client.get(gvr, ns, name);
+      };
+    },
+  });
+  return { ...base, client: counted, cache: cacheOf as ReconcileContext['cache'], gets };
+}
+
+test('a claim its cache shows whole but the API server shows being deleted gets no DataVolume: the step reads what its precondition names from the server, and only that', async () => {
+  const { api, input } = worldBeforeVMDisk();
+  // The disk one step before its DataVolume: the claim Bound, its bind requested, no DataVolume yet.
+  api.objects.delete(`DataVolume/${NS}/vm-disk-db-disk-0`);
+  const claim = api.find(GVRs.PersistentVolumeClaim, NS, 'vm-disk-db-disk-0')!;
+  claim.metadata!.ownerReferences = [];
+  claim.metadata!.annotations = { ...claim.metadata!.annotations, [ANNOTATION_BIND_REQUESTED]: 'true' };
+  const status = { ...input().status, diskHandoffs: [{ ...input().status.diskHandoffs![0]!, handoff: Step.RequestBind }] };
+  // The same world, as the caches hold it, decides the DataVolume.
+  const fresh = ctxWithCachesOf(api);
+  const made = await new Handoff().reconcile(fresh, input({ status }));
+  assert.equal(made.step, Step.CreateDataVolume, made.message);
+  assert.ok(!fresh.gets.some((g) => g.startsWith('PersistentVolume ') || g.startsWith('VirtualMachine ')), `the volume and the VM stand as cached: ${fresh.gets.join(', ')}`);
+  assert.ok(fresh.gets.includes('PersistentVolumeClaim vm-disk-db-disk-0'), `the claim is read from the server: ${fresh.gets.join(', ')}`);
+  // Again, with the claim being deleted on the server after the caches last saw it.
+  api.objects.delete(`DataVolume/${NS}/vm-disk-db-disk-0`);
+  api.calls.length = 0;
+  const stale = ctxWithCachesOf(api);
+  api.find(GVRs.PersistentVolumeClaim, NS, 'vm-disk-db-disk-0')!.metadata!.deletionTimestamp = '2026-12-03T11:59:59Z';
+  const out = await new Handoff().reconcile(stale, input({ status }));
+  assert.notEqual(out.step, Step.CreateDataVolume, out.message);
+  assert.ok(!api.calls.some((c) => c.verb === 'create' && c.kind === 'DataVolume'), 'no DataVolume over a claim being deleted (CDI would provision an empty volume in its place)');
 });
 
 test('a settled volume whose claim is being deleted goes back on Retain before the claim leaves custody', async () => {

@@ -271,17 +271,41 @@ interface Reader {
   own(gvr: GVR, ns: string | undefined, name: string | undefined): Promise<KubeObject | undefined>;
 }
 
-function reader(ctx: ReconcileContext, st: HandoffState, live: boolean): Reader {
+/**
+ * A reader from the caches (`live` false), from the API server (`live` true), or — `liveKinds` — from
+ * the API server for those kinds only: a cached pass's view with what a step's precondition names read
+ * again (STEP_PRECONDITION_KINDS).
+ */
+function reader(ctx: ReconcileContext, st: HandoffState, live: boolean, liveKinds?: ReadonlySet<GVR>): Reader {
   const counters: ReadCounters = { cache: 0, live: 0 };
+  const isLive = (gvr: GVR): boolean => live || !!liveKinds?.has(gvr);
   return {
     live,
     st,
     watched: (gvr) => !!ctx.cache(gvr),
     counters,
-    get: (gvr, ns, name) => st.ex.get(ctx, gvr, ns, name, { live, counters }),
-    own: (gvr, ns, name) => st.ex.get(ctx, gvr, ns, name, { live, counters, trustAbsence: true }),
+    get: (gvr, ns, name) => st.ex.get(ctx, gvr, ns, name, { live: isLive(gvr), counters }),
+    own: (gvr, ns, name) => st.ex.get(ctx, gvr, ns, name, { live: isLive(gvr), counters, trustAbsence: true }),
   };
 }
+
+/**
+ * The kinds a disk step's precondition names (plan.ts, IRREVERSIBLE_STEPS), read again from the API
+ * server before the step is taken; the rest of the observation stands as the cached pass read it. Every
+ * kind of each: a target claim and the transfer claim are both claims, and so on. Settling rests on the
+ * whole observation, and is not here: it is observed again entirely live. Every read saved is a turn in
+ * the client's rate limit that every other VM of a campaign waits behind.
+ */
+const STEP_PRECONDITION_KINDS: Partial<Record<StepName, ReadonlySet<GVR>>> = {
+  // The volume ours and Retain; the DataVolumes named as, or owning, the transfer claim.
+  [Step.DeleteTransferDataVolume]: new Set([GVRs.PersistentVolume, GVRs.PersistentVolumeClaim, GVRs.DataVolume]),
+  // The volume ours and Retain; the target claim pre-bound to it.
+  [Step.DeleteTransferClaim]: new Set([GVRs.PersistentVolume, GVRs.PersistentVolumeClaim]),
+  // The claim exists, not being deleted.
+  [Step.CreateDataVolume]: new Set([GVRs.PersistentVolumeClaim, GVRs.DataVolume]),
+  // The claim and its DataVolume exist, neither being deleted.
+  [Step.CreateVMDisk]: new Set([GVRs.PersistentVolumeClaim, GVRs.DataVolume, GVRs.VMDisk]),
+};
 
 /**
  * An entry is dropped when its disk settles or its VM ends; one whose task was deleted mid-handoff would
@@ -816,8 +840,17 @@ async function handoffPass(ctx: ReconcileContext, st: HandoffState, input: Hando
       // created earlier, and the write carries a precondition on what that read saw. The class a settled
       // volume's policy comes from is read beside it (it decides nothing about whether to settle).
       if (action.step === Step.SettleVolume) settleClass = readStorageClass(ctx, settleClassName(o, input.className));
-      o = await observeDisk(reader(ctx, st, true), input, d);
+      const kinds = STEP_PRECONDITION_KINDS[action.step];
+      const first = action.step;
+      o = await observeDisk(kinds ? reader(ctx, st, false, kinds) : reader(ctx, st, true), input, d);
       action = nextStep(o, m);
+      // What was read again decided another irreversible step: that one rests on what it names, read
+      // live too — the whole observation, from the API server.
+      if (kinds && action.type === 'step' && action.step !== first && IRREVERSIBLE_STEPS.has(action.step)) {
+        if (action.step === Step.SettleVolume) settleClass = readStorageClass(ctx, settleClassName(o, input.className));
+        o = await observeDisk(reader(ctx, st, true), input, d);
+        action = nextStep(o, m);
+      }
     }
     if (action.type === 'done') {
       out.push(evidence(d, o, DISK_DONE));
