@@ -139,16 +139,54 @@ class PortTakenError extends Error {}
 const PORT_RACE_ATTEMPTS = 3;
 
 
+/**
+ * A port no socket holds now, for a process that binds it later. Chosen below the kernel's ephemeral range
+ * (ip_local_port_range), never from it: every outbound connection of every process on the machine takes its
+ * local port from that range, so a port chosen there can be taken by a client's connection in the seconds
+ * between choosing and binding — a container that started 2 s later failed with EADDRINUSE that way. Below
+ * the range, only a process that binds a number on purpose can take it; each candidate is checked by binding
+ * it on every address, and one process never hands out the same port twice.
+ */
 export async function freePort(): Promise<number> {
-  return await new Promise((res, rej) => {
+  const [low, span] = FIXED_PORT_RANGE;
+  for (let i = 0; i < FREE_PORT_ATTEMPTS; i++) {
+    const port = low + Math.floor(Math.random() * span);
+    if (handedOut.has(port)) continue;
+    if (await bindable(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error(`no free port found in ${FREE_PORT_ATTEMPTS} tries between ${low} and ${low + span - 1}`);
+}
+
+/** Ports this process handed out (each test file and the runner are processes of their own). */
+const handedOut = new Set<number>();
+/** Random tries before giving up: with a few hundred ports bound of ~12,000, 50 misses in a row do not happen by chance. */
+const FREE_PORT_ATTEMPTS = 50;
+/**
+ * [first port, count]: from 20000 up to the ephemeral range's start (32768 on Linux by default); below 20000
+ * sit the ports services commonly use. Where the range starts lower, the span below it shrinks, never under
+ * 1,000 ports.
+ */
+const FIXED_PORT_RANGE: [number, number] = (() => {
+  let ephemeralLow = 32768;
+  try {
+    ephemeralLow = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || ephemeralLow;
+  } catch {
+    /* not Linux: its default */
+  }
+  const low = Math.min(20000, Math.max(1024, ephemeralLow - 12768));
+  return [low, Math.max(1000, ephemeralLow - low)];
+})();
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((res) => {
     const s = createServer();
     s.unref();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => res(port));
-    });
+    s.once('error', () => res(false));
+    // No host: the unspecified address, so a port bound on any one address is seen as taken.
+    s.listen({ port, exclusive: true }, () => s.close(() => res(true)));
   });
 }
 
