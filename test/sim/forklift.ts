@@ -1026,7 +1026,13 @@ export class Forklift {
     if (this.runs.has(planKey)) return; // another migration of this plan is running; wait for it
     const now = new Date().toISOString();
     const run: Run = { planKey, migration: m, started: now, vms: [], abort: new AbortController(), cancelVM: new Map(), snapshot: this.snapshotOf(plan) };
-    const hist = (plan.status?.migration?.history ?? []) as unknown[];
+    const hist = (plan.status?.migration?.history ?? []) as Array<{ migration?: { uid?: string }; conditions?: Cond[] }>;
+    // This very Migration's snapshot ended: its run is over and only its own terminal status write has not
+    // reached the cache yet (the Plan's, written first, has). It is not pending, and no retry: redoing it would
+    // overwrite its result with the retry trap's "Succeeded" (pendingMigrations looks a Migration up by UID
+    // in the history: kubev2v/forklift@v2.11.5 pkg/controller/plan/controller.go SnapshotWithMigration).
+    const own = hist.find((h) => h.migration?.uid === m.metadata.uid);
+    if (own?.conditions?.some((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))) return;
     const prevTerminal = ((plan.status?.conditions ?? []) as Cond[]).some((c) => c.type === 'Succeeded' || c.type === 'Failed');
     this.runs.set(planKey, run);
     if (hist.length && prevTerminal) {
