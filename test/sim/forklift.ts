@@ -1028,9 +1028,12 @@ export class Forklift {
     const run: Run = { planKey, migration: m, started: now, vms: [], abort: new AbortController(), cancelVM: new Map(), snapshot: this.snapshotOf(plan) };
     const hist = (plan.status?.migration?.history ?? []) as Array<{ migration?: { uid?: string }; conditions?: Cond[] }>;
     // This very Migration's snapshot ended: its run is over and only its own terminal status write has not
-    // reached the cache yet (the Plan's, written first, has). It is not pending, and no retry: redoing it would
-    // overwrite its result with the retry trap's "Succeeded" (pendingMigrations looks a Migration up by UID
-    // in the history: kubev2v/forklift@v2.11.5 pkg/controller/plan/controller.go SnapshotWithMigration).
+    // reached the cache yet (the Plan's, written first, has). It is not run again: the retry trap below is
+    // for a new Migration of an ended Plan. Upstream, a Succeeded Plan is not reconciled at all and a
+    // Migration is pending only until its status is terminal (kubev2v/forklift@v2.11.5 and v2.12.5:
+    // pkg/controller/plan/controller.go Reconcile "Skipping reconcile of succeeded plan", pendingMigrations);
+    // whether a Failed Plan's controller can pick the same Migration again in that cache window upstream is
+    // not verified. The sim does not, so a failed VM's result is never overwritten.
     const own = hist.find((h) => h.migration?.uid === m.metadata.uid);
     if (own?.conditions?.some((c) => ['Succeeded', 'Failed', 'Canceled'].includes(c.type))) return;
     const prevTerminal = ((plan.status?.conditions ?? []) as Cond[]).some((c) => c.type === 'Succeeded' || c.type === 'Failed');
