@@ -13,7 +13,7 @@ import { filterVMs, inventoryNotes, resolveVM, vmTable } from './vms.ts';
 import { buildTask, finished, parseCutover, parseNetwork, planRetry, retryName, retryTask } from './task.ts';
 import { buildReport, reportCSV, reportJSON, reportMarkdown, reportTable } from './report.ts';
 import { watchTasks } from './watch.ts';
-import { bashScript, cobraOutput, completionFor, zshScript } from './complete.ts';
+import { cobraOutput, completionFor } from './complete.ts';
 
 export interface IO {
   out: (s: string) => void;
@@ -248,11 +248,6 @@ export async function cmdReport(p: Parsed, s: Session, io: IO): Promise<number> 
   const r = buildReport(tasks, sourceVMs);
   const o = (p.values.output as string | undefined) ?? 'table';
   io.out(o === 'csv' ? reportCSV(r) : o === 'json' ? reportJSON(r) : o === 'markdown' ? reportMarkdown(r) : `${reportTable(r)}\n`);
-  return 0;
-}
-
-export function cmdCompletion(p: Parsed, io: IO): number {
-  io.out(p.positionals[0] === 'zsh' ? zshScript() : bashScript());
   return 0;
 }
 

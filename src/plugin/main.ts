@@ -3,12 +3,26 @@
 // `kubectl vmimport …` when it is on PATH; it runs with the user's kubeconfig, context and rights alone.
 // Exit codes: 0 done (watch: every VM succeeded), 1 failed (watch: a VM failed or the timeout passed),
 // 2 a command line it cannot run.
+//
+// The Kubernetes client and the commands load only for a command that talks to the API: --help, the
+// completion scripts and the completion of commands and flags answer from the command table alone, in a
+// tenth of the time, as a shell waits on them at every <TAB>.
 import { commandHelp, parse, programHelp, UsageError } from './args.ts';
-import { cmdComplete, cmdCompletion, cmdCreate, cmdCutover, cmdReport, cmdRetry, cmdVMs, cmdWatch, session, timeoutOf, type IO, type Session } from './commands.ts';
+import type { IO, Session } from './commands.ts';
+import { bashScript, cobraOutput, completionFor, zshScript } from './complete.ts';
 import { describeError } from './errors.ts';
 
 export async function run(argv: string[], io: IO): Promise<number> {
-  if (argv[0] === '__complete') return await cmdComplete(argv.slice(1), io, session);
+  if (argv[0] === '__complete') {
+    const words = argv.slice(1);
+    const req = completionFor(words.length ? words : ['']);
+    if (req.kind === 'static') {
+      io.out(cobraOutput(req.candidates));
+      return 0;
+    }
+    const c = await import('./commands.ts');
+    return await c.cmdComplete(words, io, c.session);
+  }
   let s: Session | undefined;
   try {
     const p = parse(argv);
@@ -16,7 +30,11 @@ export async function run(argv: string[], io: IO): Promise<number> {
       io.out(`${p.help ? commandHelp(p.help) : programHelp()}\n`);
       return 0;
     }
-    if (p.command.name === 'completion') return cmdCompletion(p, io);
+    if (p.command.name === 'completion') {
+      io.out(p.positionals[0] === 'zsh' ? zshScript() : bashScript());
+      return 0;
+    }
+    const { cmdCreate, cmdCutover, cmdReport, cmdRetry, cmdVMs, cmdWatch, session, timeoutOf } = await import('./commands.ts');
     // Checked before anything is written: a malformed --timeout must not surface after a task was created.
     timeoutOf(p);
     s = session(p.values);

@@ -1,7 +1,7 @@
 // What the cli-*.test.ts files share: `kubectl vmimport …` run through the machine's kubectl (which finds
 // the plugin on PATH, as on a user's machine: scripts/demo/plugin.ts), as a tenant of a namespace bound
 // only to Cozystack's tenant roles, with that namespace as its kubeconfig context's.
-import { execFile } from 'node:child_process';
+import { execFile, type ExecFileException } from 'node:child_process';
 import { join } from 'node:path';
 import { installPluginShims } from '../../scripts/demo/plugin.ts';
 import { bindTenant, testEnv, writeKubeconfig, type TenantAccess } from './env/index.ts';
@@ -42,8 +42,7 @@ export async function vmimport(kubeconfig: string, args: string[], o: { timeoutM
       ['vmimport', ...args],
       { timeout: o.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, ...o.env, KUBECONFIG: kubeconfig, PATH: `${dir}:${process.env.PATH ?? ''}` } },
       (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-        res({ code, stdout: String(stdout), stderr: String(stderr) });
+        res(outcome(err, stdout, stderr));
       },
     );
   });
@@ -54,10 +53,16 @@ export async function shWithPlugin(kubeconfig: string, script: string, shell = '
   const dir = await pluginDir();
   return await new Promise((res) => {
     execFile(shell, ['-c', script], { timeout: 60_000, env: { ...process.env, KUBECONFIG: kubeconfig, PATH: `${dir}:${process.env.PATH ?? ''}` } }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      res({ code, stdout: String(stdout), stderr: String(stderr) });
+      res(outcome(err, stdout, stderr));
     });
   });
+}
+
+/** What execFile's callback saw; a process ended by the timeout says so, not a bare exit 1. */
+function outcome(err: ExecFileException | null, stdout: string | Buffer, stderr: string | Buffer): Run {
+  if (!err) return { code: 0, stdout: String(stdout), stderr: String(stderr) };
+  const killed = err.killed || err.signal ? `\n[ended by ${err.signal ?? 'a signal'}${err.killed ? ' at the timeout' : ''}]` : '';
+  return { code: typeof err.code === 'number' ? err.code : 1, stdout: String(stdout), stderr: `${String(stderr)}${killed}` };
 }
 
 /** A Run for an assertion message. */
