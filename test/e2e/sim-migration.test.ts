@@ -271,6 +271,8 @@ describe('simulated Forklift 2.12', () => {
     // Detach one claim from the VM (as a handoff would), keep the other owned.
     const [free, owned] = claims as [Obj, Obj];
     await rest.patch(R.PVC, ns, free.metadata.name, { metadata: { ownerReferences: null } });
+    // Forklift lists the claims from its cache when the Plan goes: the detached claim must be seen so there.
+    await waitFor('the detached claim unowned in the sim cache', async () => !(booted.sim.cached('pvc', ns, free.metadata.name)?.metadata.ownerReferences ?? []).length);
     await rest.del(R.Plan, ns, 'p');
     await waitFor('unowned labelled claim deleted', async () => !(await rest.get(R.PVC, ns, free.metadata.name)));
     assert.ok(await rest.get(R.PVC, ns, owned.metadata.name), 'a claim owned by the VirtualMachine stays');

@@ -808,6 +808,8 @@ export class Forklift {
     if (run?.frozen) this.runs.delete(key);
     // v2.12.5 only: cleanupOrphanedResources (forklift@v2.12.5:pkg/controller/plan/controller.go) deletes every
     // claim and DataVolume labelled plan-name/plan-namespace that no VirtualMachine owns. v2.11.5 deletes nothing.
+    // It lists them with the manager's cached client (deleteOrphanedResources, r.List), so a claim detached a
+    // moment before the Plan went may still be seen VirtualMachine-owned, and kept: the sim reads its cache too.
     if (!is212(this.ctx)) return;
     for (const [i, res] of [[this.ctx.inf.dv, R.DataVolume], [this.ctx.inf.pvc, R.PVC]] as const) {
       for (const o of i.list()) {

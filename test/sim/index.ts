@@ -93,6 +93,12 @@ export interface Sim {
   conversionPodLog(namespace: string, name: string): string | undefined;
   /** Sizes of the simulator's in-memory state: Forklift's maps, the informer caches, timers pending. */
   memory(): Record<string, number>;
+  /**
+   * The object as the simulated controllers' shared cache holds it now (undefined when absent). Upstream
+   * decides from its manager's cache, which trails the API server: a test that means to assert a decision
+   * on a given state waits until the cache shows that state.
+   */
+  cached(kind: keyof Ctx['inf'], namespace: string | undefined, name: string): Obj | undefined;
   /** Name of the ValidatingWebhookConfiguration the sim registered. */
   readonly webhookConfigName: string;
   /** Stops loops and servers, removes its webhook configuration. */
@@ -284,6 +290,7 @@ export async function startSim(opts: SimOptions): Promise<Sim> {
       if (!w) throw new Error(`sim: no world for ${url}`);
       await forklift.flapConnection(w, holdMs);
     },
+    cached: (kind, namespace, name) => ctx.inf[kind]?.get(namespace, name),
     webhookConfigName: wh.configName,
     stop,
   };
