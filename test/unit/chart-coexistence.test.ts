@@ -6,11 +6,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
+import { scratch } from './scratch.ts';
+
+const tmp = scratch('mc-coexist-');
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const RELEASE = 'migration-controller';
@@ -18,7 +20,7 @@ const NS = 'cozy-migration-controller';
 
 /** The chart, with each `lookup "<apiVersion>" "<Kind>" "<ns>" "<name>"` answered by .Values.lookupStub["<apiVersion>|<Kind>|<ns>|<name>"]. */
 function stubbedChart(): string {
-  const dir = join(mkdtempSync(join(tmpdir(), 'mc-coexist-')), 'chart');
+  const dir = tmp('chart');
   cpSync(join(ROOT, 'charts/migration-controller'), dir, { recursive: true });
   const file = join(dir, 'templates/coexistence.yaml');
   const text = readFileSync(file, 'utf8');
@@ -35,7 +37,7 @@ function stubbedChart(): string {
 const CHART = stubbedChart();
 
 function install(cluster: Record<string, unknown>, values: object = {}): { code: number; stderr: string } {
-  const f = join(mkdtempSync(join(tmpdir(), 'mc-coexist-v-')), 'values.yaml');
+  const f = tmp('values.yaml');
   writeFileSync(f, YAML.stringify({ ...values, lookupStub: cluster }));
   const r = spawnSync('bash', [join(ROOT, 'scripts/helm.sh'), 'template', RELEASE, CHART, '-n', NS, '-f', f], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   return { code: r.status ?? 1, stderr: r.stderr };

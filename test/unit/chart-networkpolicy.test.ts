@@ -2,11 +2,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
+import { scratch } from './scratch.ts';
+
+const tmp = scratch('mc-np-');
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CHART = join(ROOT, 'charts/migration-controller');
@@ -17,7 +19,7 @@ interface Obj {
 }
 
 function render(values: object, extra: string[] = []): { code: number; objs: Obj[]; stderr: string } {
-  const f = join(mkdtempSync(join(tmpdir(), 'mc-np-')), 'values.yaml');
+  const f = tmp('values.yaml');
   writeFileSync(f, YAML.stringify(values));
   const r = spawnSync('bash', [join(ROOT, 'scripts/helm.sh'), 'template', 'mc', CHART, '--namespace', 'cozy-migration-controller', '-f', f, ...extra], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   const objs = r.status === 0 ? YAML.parseAllDocuments(r.stdout).map((d) => d.toJSON() as Obj | null).filter((o): o is Obj => !!o && typeof o.kind === 'string') : [];

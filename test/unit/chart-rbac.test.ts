@@ -4,11 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
+import { scratch } from './scratch.ts';
+
+const tmp = scratch('mc-rbac-');
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CHART = join(ROOT, 'charts/migration-controller');
@@ -39,7 +41,7 @@ interface Grant {
 }
 
 function render(values: object): Obj[] {
-  const f = join(mkdtempSync(join(tmpdir(), 'mc-rbac-')), 'values.yaml');
+  const f = tmp('values.yaml');
   writeFileSync(f, YAML.stringify(values));
   const r = spawnSync('bash', [join(ROOT, 'scripts/helm.sh'), 'template', 'migration-controller', CHART, '--namespace', NS, '-f', f], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   assert.equal(r.status, 0, `helm template failed: ${r.stderr}`);

@@ -4,8 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
@@ -13,6 +12,9 @@ import YAML from 'yaml';
 import { BudgetMetrics } from '../../src/controllers/budget/metrics.ts';
 import { NFC_STREAMS_PER_HOST } from '../../src/controllers/budget/budget.ts';
 import { parseConfig } from '../../src/config.ts';
+import { scratch } from './scratch.ts';
+
+const tmp = scratch('mc-chart-transfer-');
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CHART = join(ROOT, 'charts/migration-controller');
@@ -27,7 +29,7 @@ interface Obj {
 }
 
 function helm(values: object, apis: string[]): { code: number; objs: Obj[]; stderr: string } {
-  const f = join(mkdtempSync(join(tmpdir(), 'mc-chart-transfer-')), 'values.yaml');
+  const f = tmp('values.yaml');
   writeFileSync(f, YAML.stringify(values));
   const r = spawnSync('bash', [join(ROOT, 'scripts/helm.sh'), 'template', 'migration-controller', CHART, '--namespace', NS, '-f', f, ...apis.flatMap((a) => ['--api-versions', a])], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   const objs = r.status === 0 ? YAML.parseAllDocuments(r.stdout).map((d) => d.toJSON() as Obj | null).filter((o): o is Obj => !!o && typeof o.kind === 'string') : [];

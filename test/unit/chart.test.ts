@@ -4,14 +4,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { parseConfig } from '../../src/config.ts';
 import { buildWebhookConfigurations, PATHS } from '../../src/webhook/config.ts';
 import { Metrics } from '../../src/telemetry/metrics.ts';
+import { scratch } from './scratch.ts';
+
+const tmp = scratch('mc-chart-');
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CHART = join(ROOT, 'charts/migration-controller');
@@ -45,7 +47,7 @@ function helmAsync(args: string[]): Promise<{ code: number; stdout: string; stde
 }
 
 function valuesFile(values: object): string {
-  const f = join(mkdtempSync(join(tmpdir(), 'mc-chart-')), 'values.yaml');
+  const f = tmp('values.yaml');
   writeFileSync(f, YAML.stringify(values));
   return f;
 }

@@ -5,12 +5,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { render as renderForkliftOperator, NAMESPACE as FORKLIFT_NS } from '../../packaging/cozystack/update-forklift-operator.ts';
+import { scratch } from './scratch.ts';
+
+const tmp = scratch('mc-pkg-');
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const PKG = join(ROOT, 'packaging/cozystack');
@@ -84,7 +86,7 @@ test('in the Cozystack package cert-manager issues the webhook certificate', () 
   const values = structuredClone(mc.spec.components!['migration-controller']!.values!) as { image: { repository: string }; webhook: { certificate: { mode: string } } };
   assert.equal(values.webhook.certificate.mode, 'certManager');
   values.image.repository = 'registry.corp.lan/cozystack/migration-controller';
-  const f = join(mkdtempSync(join(tmpdir(), 'mc-pkg-')), 'values.yaml');
+  const f = tmp('values.yaml');
   writeFileSync(f, YAML.stringify(values));
   const r = helm(['template', 'migration-controller', join(ROOT, 'charts/migration-controller'), '-n', 'cozy-migration-controller', '-f', join(ROOT, 'test/fixtures/cozystack-values.yaml'), '-f', f]);
   assert.equal(r.code, 0, r.stderr);
@@ -109,7 +111,7 @@ test("each Package enables a package source's variant, and its component values 
       const c = v.components.find((x) => x.name === name);
       assert.ok(c, `component ${name}`);
       if (!comp.values) continue;
-      const f = join(mkdtempSync(join(tmpdir(), 'mc-pkg-')), 'values.yaml');
+      const f = tmp('values.yaml');
       writeFileSync(f, YAML.stringify(comp.values));
       // helm-controller: valuesFrom (the cozystack-values Secret) first, then spec.values over it.
       const template = (file: string): ReturnType<typeof helm> => helm(['template', c.install!.releaseName!, join(ROOT, c.path), '-n', c.install!.namespace!, '-f', join(ROOT, 'test/fixtures/cozystack-values.yaml'), '-f', file]);
