@@ -15,6 +15,7 @@ test('an API refusal is printed in the API server\'s words, as kubectl prints it
   assert.match(describeError(new ApiError(403, 'Forbidden', 'x is forbidden: User "u" cannot list resource "vmimportsources"'), ctx)[1]!, /cozy:tenant:view or above/);
   assert.deepEqual(describeError(new ApiError(409, 'AlreadyExists', 'vmimporttasks.forklift.cozystack.io "t" already exists'), ctx)[1], 'fix: a task is one-shot and its name is taken: choose another name');
   assert.match(describeError(new ApiError(404, 'NotFound', 'the server could not find the requested resource'), ctx)[1]!, /not installed on this cluster/);
+  assert.match(describeError(new ApiError(404, '404', '404 page not found'), ctx)[1]!, /not installed on this cluster .*or the API server is still starting/);
 });
 
 test('a webhook denial is printed as it is: its message carries its own fix', () => {

@@ -1,6 +1,6 @@
 // What the plugin prints when something fails: the API server's (or the webhook's) own words, as kubectl
 // prints them, then the fix when the plugin knows one. Pure.
-import { ApiError } from '../runtime/kube.ts';
+import { ApiError, isNotServed } from '../runtime/kube.ts';
 
 /** A failure the plugin itself diagnosed (a VM name that resolves to nothing, a task still running). */
 export class PluginError extends Error {
@@ -48,7 +48,7 @@ function fixFor(e: ApiError, ctx: ErrorContext): string | undefined {
   if (e.code === 404) {
     if (/vmimportsources/.test(m)) return `list the sources of ${ctx.namespace} with kubectl get vmimportsources -n ${ctx.namespace}`;
     if (/vmimporttasks/.test(m)) return `list the tasks of ${ctx.namespace} with kubectl get vmimporttasks -n ${ctx.namespace}`;
-    if (/the server could not find the requested resource/.test(m)) return 'migration-controller is not installed on this cluster (its CRDs are missing): ask the platform admin to enable it';
+    if (/the server could not find the requested resource/.test(m) || isNotServed(e)) return 'migration-controller is not installed on this cluster (its CRDs are missing), or the API server is still starting: try again, and if it persists ask the platform admin to enable it';
   }
   if (e.code === 409 && e.reason === 'AlreadyExists') return 'a task is one-shot and its name is taken: choose another name';
   return undefined;

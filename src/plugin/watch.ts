@@ -3,7 +3,7 @@
 // plain blocks otherwise. Resolves the exit code: 0 when every VM of every task succeeded, 1 otherwise.
 import type { VMImportTask } from '../api/types.ts';
 import { GVRs } from '../runtime/gvr.ts';
-import { ApiError, isGone, isNotFound, type KubeClient } from '../runtime/kube.ts';
+import { ApiError, isGone, isNotFound, isNotServed, type KubeClient } from '../runtime/kube.ts';
 import { PluginError } from './errors.ts';
 import { formatDuration, phaseKey, redraw, renderTask, shouldPrintPlain } from './render.ts';
 import { allSucceeded, finished } from './task.ts';
@@ -126,8 +126,10 @@ export async function watchTasks(o: WatchOptions): Promise<number> {
         );
       } catch (e) {
         // 410 Gone: the list's version is too old to watch from; list again. A broken stream (a proxy
-        // restarting, a network blip) is listed again too, after a pause, a few times in a row at most.
-        const broken = e instanceof ApiError && (e.code === 0 || e.code >= 500);
+        // restarting, a network blip) is listed again too, after a pause, a few times in a row at most; so
+        // is a watch answered a bare 404 (isNotServed: an API server just restarted serves custom resources
+        // only once its CRD informer has synced), which says nothing about the tasks.
+        const broken = e instanceof ApiError && (e.code === 0 || e.code >= 500 || isNotServed(e));
         if (!isGone(e) && !isNotFound(e) && !(broken && ++brokenStreams <= MAX_BROKEN_STREAMS)) throw e;
         if (broken) await new Promise((r) => setTimeout(r, BROKEN_STREAM_PAUSE_MS));
       } finally {

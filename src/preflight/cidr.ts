@@ -141,7 +141,8 @@ export class ServiceCIDRResolver {
   private async discover(probeNamespace: string): Promise<ServiceCIDRResult | undefined> {
     for (const gvr of [GVRs.ServiceCIDR, SERVICE_CIDR_BETA]) {
       try {
-        const list = await withTimeout(this.client.list<KubeObject & { spec?: { cidrs?: string[] } }>(gvr), this.timeoutMs, 'listing ServiceCIDRs');
+        // A probe: where the kind is not served (a bare 404), the next way is tried at once.
+        const list = await withTimeout(this.client.list<KubeObject & { spec?: { cidrs?: string[] } }>(gvr, undefined, { probe: true }), this.timeoutMs, 'listing ServiceCIDRs');
         const cidrs = [...new Set(list.items.flatMap((i) => (Array.isArray(i.spec?.cidrs) ? i.spec.cidrs : [])).filter((s) => typeof s === 'string' && ipaddr.isValidCIDR(s)))];
         if (cidrs.length) return { cidrs, source: 'ServiceCIDR' };
       } catch {

@@ -182,7 +182,8 @@ export class Discovery {
     const p = (async () => {
       const kinds = [...this.tracked.values()].filter((t) => byDocument(t.gvr) && apiServiceName(t.gvr) === gv);
       const [version, ...group] = gv.split('.');
-      const doc = gone ? undefined : await this.client.request<APIResourceList>('GET', `/apis/${group.join('.')}/${version}`).catch(() => undefined);
+      // A probe: a group version not served answers a bare 404 at once (not retried), read as no document.
+      const doc = gone ? undefined : await this.client.request<APIResourceList>('GET', `/apis/${group.join('.')}/${version}`, undefined, undefined, undefined, undefined, { probe: true }).catch(() => undefined);
       if (this.stopped) return;
       for (const t of kinds) {
         const served = servedAs(doc, t.gvr);

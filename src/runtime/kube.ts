@@ -70,8 +70,25 @@ export class DeadlineError extends ConnectionError {
   }
 }
 
+/**
+ * The object is gone: a 404 whose Status says NotFound, as kube-apiserver and every aggregated server built
+ * on k8s.io/apiserver answer for an object they serve the kind of but do not have (k8s.io/apimachinery
+ * pkg/api/errors NewNotFound; `details` names the object). A bare 404 is not this (see isNotServed).
+ */
 export function isNotFound(e: unknown): boolean {
-  return e instanceof ApiError && e.code === 404;
+  return e instanceof ApiError && e.code === 404 && e.reason === 'NotFound';
+}
+/**
+ * The path is not served: a 404 without a NotFound Status (plain text "404 page not found"). Either the
+ * kind is not installed (no CRD, no aggregated API), or the server is not ready to serve it yet: a
+ * kube-apiserver that has just restarted answers custom-resource paths so until its CRD informer has
+ * synced, and kube-aggregator does for a group version whose APIService is not registered yet. It says
+ * nothing about any object: one read as "absent" on such an answer could be taken for deleted, and an
+ * irreversible step (failing a VM OutputDeleted, re-creating an output) decided on it. Only a caller that
+ * also knows the kind is not installed (ctx.installed) may take it as "nothing of this kind exists".
+ */
+export function isNotServed(e: unknown): boolean {
+  return e instanceof ApiError && e.code === 404 && e.reason !== 'NotFound';
 }
 export function isConflict(e: unknown): boolean {
   return e instanceof ApiError && e.code === 409 && e.reason === 'Conflict';
@@ -110,6 +127,17 @@ export interface ListOptions {
   continue?: string;
   resourceVersion?: string;
   resourceVersionMatch?: 'NotOlderThan' | 'Exact';
+  /** See RequestOptions.probe. */
+  probe?: boolean;
+}
+
+/** How one request is handled here (not sent). */
+export interface RequestOptions {
+  /**
+   * The request asks whether the kind is served at all (a kind discovery does not report installed, a
+   * discovery document): a bare 404 is its answer, given at once instead of being retried.
+   */
+  probe?: boolean;
 }
 
 export type PatchType = 'merge' | 'json' | 'apply' | 'strategic';
@@ -157,12 +185,15 @@ const TERMINAL: Verdict = { kind: 'terminal' };
  * Classifies a failed attempt of `method` (the `attempt`-th, from 0). Pure but for the jitter. Retried, as
  * client-go's REST client does (k8s.io/client-go rest/request.go: a response with Retry-After is retried
  * after that delay whatever the verb, and a GET whose connection broke is retried): 429 (any verb: the API
- * server refuses it before handling it), and for GET also 5xx and a broken connection. Terminal: every
- * other answer; a write answered 5xx or cut off (it may have been applied); a fenced write; a request past
- * its deadline or cancelled; a resourceVersion too large (the same one cannot succeed); a Retry-After
- * longer than MAX_RETRY_AFTER_MS (the caller's own backoff is the better wait).
+ * server refuses it before handling it), and for GET also 5xx, a broken connection and a bare 404 (a path
+ * not served yet: isNotServed), with the same backoff. Terminal: every other answer (a NotFound Status
+ * among them: the object is gone); a write answered 5xx, a bare 404 or cut off (it may have been applied,
+ * or the caller decides); a fenced write; a request past its deadline or cancelled; a resourceVersion too
+ * large (the same one cannot succeed); a Retry-After longer than MAX_RETRY_AFTER_MS (the caller's own
+ * backoff is the better wait). A read still answered a bare 404 after its retries reaches the caller as
+ * that ApiError, which is not isNotFound: the caller fails and its reconcile is retried with backoff.
  */
-export function classifyFailure(method: string, e: unknown, attempt: number): Verdict {
+export function classifyFailure(method: string, e: unknown, attempt: number, o: RequestOptions = {}): Verdict {
   if (attempt >= MAX_RETRIES) return TERMINAL;
   if (!(e instanceof ApiError) || e instanceof FencedError || e instanceof DeadlineError) return TERMINAL;
   if (isTooLargeResourceVersion(e)) return TERMINAL;
@@ -174,6 +205,11 @@ export function classifyFailure(method: string, e: unknown, attempt: number): Ve
   }
   if (method !== 'GET') return TERMINAL;
   if (e.code === 0 || (e.code >= 500 && e.code <= 504)) return { kind: 'retry', afterMs: backoff };
+  // A GET answered a bare 404 is asked again, as a 5xx is: a kube-apiserver just restarted answers custom
+  // resources so until its CRD informer syncs, and kube-aggregator an APIService not registered yet. Taken
+  // at its word, an output of the handoff read so would be "deleted" and its VM failed OutputDeleted.
+  // A probe (RequestOptions.probe) takes it as its answer.
+  if (isNotServed(e) && !o.probe) return { kind: 'retry', afterMs: backoff };
   return TERMINAL;
 }
 
@@ -288,7 +324,7 @@ export class KubeClient {
    * (under a few percent of such answers, a pass of a multi-VM task otherwise almost never completes and
    * its backoff climbs to the cap). Each attempt first takes a token from the client-side limiter.
    */
-  async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', gvr?: GVR, timeoutMs?: number): Promise<T> {
+  async request<T>(method: string, path: string, body?: unknown, contentType = 'application/json', gvr?: GVR, timeoutMs?: number, o: RequestOptions = {}): Promise<T> {
     const inflight = this.inflight.signal;
     const budget = timeoutMs ?? this.opts.timeoutMs!;
     let deadline = 0;
@@ -309,7 +345,7 @@ export class KubeClient {
       } catch (e) {
         err = e;
       }
-      const v = inflight.aborted ? TERMINAL : classifyFailure(method, err, attempt);
+      const v = inflight.aborted ? TERMINAL : classifyFailure(method, err, attempt, o);
       if (v.kind === 'terminal' || Date.now() + v.afterMs >= deadline) throw err;
       await new Promise((r) => setTimeout(r, v.afterMs));
       if (inflight.aborted) throw err;
@@ -415,9 +451,14 @@ export class KubeClient {
     return answer;
   }
 
-  async get<T extends KubeObject>(gvr: GVR, namespace: string | undefined, name: string): Promise<T | undefined> {
+  /**
+   * The object, or undefined when the API server says it is gone (isNotFound). A path not served
+   * (isNotServed: the kind not installed, or the server not ready for it) throws after the retries: it is
+   * not an answer about the object.
+   */
+  async get<T extends KubeObject>(gvr: GVR, namespace: string | undefined, name: string, o: RequestOptions = {}): Promise<T | undefined> {
     try {
-      return await this.request<T>('GET', resourcePath(gvr, namespace, name), undefined, undefined, gvr);
+      return await this.request<T>('GET', resourcePath(gvr, namespace, name), undefined, undefined, gvr, undefined, o);
     } catch (e) {
       if (isNotFound(e)) return undefined;
       throw e;
@@ -433,7 +474,7 @@ export class KubeClient {
     if (o.resourceVersion !== undefined) q.set('resourceVersion', o.resourceVersion);
     if (o.resourceVersionMatch) q.set('resourceVersionMatch', o.resourceVersionMatch);
     const qs = q.toString();
-    return await this.request<KubeList<T>>('GET', resourcePath(gvr, namespace) + (qs ? `?${qs}` : ''), undefined, undefined, gvr);
+    return await this.request<KubeList<T>>('GET', resourcePath(gvr, namespace) + (qs ? `?${qs}` : ''), undefined, undefined, gvr, undefined, { probe: o.probe });
   }
 
   /**

@@ -2,7 +2,7 @@
 // Every read is bounded (the API server gives the whole webhook call 5 s) and cached for a short TTL;
 // a read that fails or times out becomes a Fact error, which validators turn into a warning.
 import { GVRs } from '../runtime/gvr.ts';
-import { isNotFound, ApiError, type KubeClient, type KubeObject } from '../runtime/kube.ts';
+import { isNotServed, ApiError, type KubeClient, type KubeObject } from '../runtime/kube.ts';
 import type { ServiceCIDRResolver } from '../preflight/cidr.ts';
 import type { StorageClassLike } from '../preflight/storage.ts';
 import { asArray, asObject, asString, type Fact, type JsonObject } from './fields.ts';
@@ -110,9 +110,9 @@ function errText(e: unknown): string {
   return e instanceof Error ? e.message.slice(0, 200) : String(e).slice(0, 200);
 }
 
-/** 404 from the API (ApiError) or the inventory (InventoryError: status 404, code 'NotFound'). */
+/** 404 from the inventory (InventoryError: status 404, code 'NotFound'); never an API server's answer. */
 function looksNotFound(e: unknown): boolean {
-  if (isNotFound(e)) return true;
+  if (e instanceof ApiError) return false;
   const x = (e ?? {}) as { code?: unknown; status?: unknown; statusCode?: unknown };
   return x.status === 404 || x.statusCode === 404 || x.code === 404 || x.code === 'NotFound';
 }
@@ -222,7 +222,11 @@ export class FactsGatherer {
   async tasksImportingOver(namespace: string, name: string): Promise<string[]> {
     const read = async (): Promise<string[]> => {
       const tasks = (await this.o.client.list<KubeObject>(GVRs.VMImportTask, namespace)).items as unknown as VMImportTask[];
-      const plans = await this.o.client.list<KubeObject>(GVRs.Plan, namespace, { labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}` }).then((l) => l.items, (e: unknown) => (isNotFound(e) ? [] : Promise.reject(e)));
+      // Forklift not installed: no Plans. Asked as a probe (a bare 404 is the answer, not retried, within
+      // the webhook's read bound). A Plan path not served for a moment (an API server restarting) also
+      // reads as no Plans: the edit is then admitted, which is safe, as when the tasks cannot be read (the
+      // controller holds the Provider's spec while tasks import over it).
+      const plans = await this.o.client.list<KubeObject>(GVRs.Plan, namespace, { labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_VALUE}`, probe: true }).then((l) => l.items, (e: unknown) => (isNotServed(e) ? [] : Promise.reject(e)));
       return tasksHoldingSource(name, tasks, plans);
     };
     return await withTimeout(read(), this.o.readTimeoutMs, 'listing the tasks of the source');

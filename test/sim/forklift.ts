@@ -4,7 +4,7 @@
 import ipaddr from 'ipaddr.js';
 import { bundleVerifies, parsePEMBundle } from './certs.ts';
 import { type Cond, type Ctx, blocking, cond, emitEvent, is212, later, sameStatus, secretData, sleep, stamp } from './context.ts';
-import { HttpError, Informer, type Obj, Queue, R, conflict, keyOf, notFound } from './rest.ts';
+import { HttpError, Informer, type Obj, Queue, R, conflict, keyOf, notFound, notServed } from './rest.ts';
 import { type ConversionFailure, type DiskFixture, type VMFixture, type World, NO_PERMISSION, contentIdentity, sameUrl } from './world.ts';
 
 /**
@@ -2110,12 +2110,15 @@ export const PROGRESS_WRITE_MS = 1_000;
 /**
  * An API error that says the server was not there to judge the request — no answer at all (refused, reset,
  * "socket hang up", timed out), 429, 503, 504, or a 500 from the server's own plumbing (a webhook it could not
- * call, etcd, "server is starting") — rather than a verdict on it (403, 404, 422, a 500 from a webhook's
- * answer). For a write, its outcome is unknown: it may have been applied.
+ * call, etcd, "server is starting"), a bare 404 (a path not served yet) — rather than a verdict on it (403,
+ * a NotFound Status, 422, a 500 from a webhook's answer). For a write, its outcome is unknown: it may have
+ * been applied.
  */
 export function apiUnavailable(e: unknown): boolean {
   if (!(e instanceof HttpError)) return false;
   if (e.code === 0 || e.code === 429 || e.code === 503 || e.code === 504) return true;
+  // A bare 404: the path not served yet (a kube-apiserver just restarted, its CRD informer not synced).
+  if (notServed(e)) return true;
   return e.code === 500 && /failed calling webhook|etcdserver|server is starting|Timeout: request did not complete/.test(e.message);
 }
 

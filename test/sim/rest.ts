@@ -86,7 +86,18 @@ export class HttpError extends Error {
     this.reason = reason;
   }
 }
-export const notFound = (e: unknown): boolean => e instanceof HttpError && e.code === 404;
+/**
+ * The object is gone: a 404 whose Status says NotFound (k8s.io/apimachinery pkg/api/errors NewNotFound), as
+ * kube-apiserver and aggregated servers answer for an object they do not have. A bare 404 ("404 page not
+ * found", no Status) is not: see notServed.
+ */
+export const notFound = (e: unknown): boolean => e instanceof HttpError && e.code === 404 && e.reason === 'NotFound';
+/**
+ * The path is not served: a bare 404. The kind is not installed (a CRD installed later in the file), or
+ * the API server is not ready for it (a kube-apiserver just restarted answers custom resources so until
+ * its CRD informer syncs). It says nothing about an object, so it is never read as "deleted".
+ */
+export const notServed = (e: unknown): boolean => e instanceof HttpError && e.code === 404 && e.reason !== 'NotFound';
 export const conflict = (e: unknown): boolean => e instanceof HttpError && e.code === 409;
 
 function path(res: Res, ns?: string, name?: string, sub?: string): string {
@@ -382,8 +393,8 @@ export class Informer {
         if (gone) rv = '';
       } catch (e) {
         if (this.stopped) return;
-        // Missing CRD (404) or a transient error: retry shortly from a fresh list.
-        if (!notFound(e)) console.error(`[sim] informer ${this.res.kind}: ${(e as Error).message}`);
+        // A CRD missing or not served yet (a bare 404) or a transient error: retry shortly from a fresh list.
+        if (!notServed(e)) console.error(`[sim] informer ${this.res.kind}: ${(e as Error).message}`);
         rv = '';
         await new Promise((r) => setTimeout(r, 300));
       }

@@ -37,7 +37,7 @@ import {
 } from '../../forklift/provider.ts';
 import { Expectations } from '../../runtime/expectations.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
-import { ApiError, isNotFound, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
+import { ApiError, isNotFound, isNotServed, type KubeClient, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext, Reconciler, Result, Watch } from '../../runtime/reconciler.ts';
 import { getCondition, patchStatus, setCondition } from '../../runtime/status.ts';
 import { heldBack, recordRejection, withRetryNote } from './credentials.ts';
@@ -724,7 +724,10 @@ async function finalize(cfg: ControllerConfig, src: VMImportSource, ctx: Reconci
         await ctx.client.delete(gvr, ns, o.metadata!.name!, { uid: o.metadata?.uid });
       }
     } catch (e) {
-      if (!isNotFound(e)) throw e;
+      // Only a kind uninstalled since discovery last said (its path not served, and discovery now agrees)
+      // has nothing left to delete. Not served while still installed is an API server not ready for it
+      // (restarting): read as "none", the finalizer would go and leave this source's Providers behind.
+      if (!(isNotServed(e) && !ctx.installed(gvr))) throw e;
     }
   }
   // Projected Secrets (controller's namespace), by their deterministic names: the controller may not

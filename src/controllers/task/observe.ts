@@ -9,7 +9,7 @@ import { readVMMigration } from '../../forklift/migration.ts';
 import { conditionsOf, readPlanVerdict } from '../../forklift/plan.ts';
 import { advanceProgress, dataVolumeProgress, restoreSample, type DataVolumeLike } from '../../forklift/progress.ts';
 import { GVRs, type GVR } from '../../runtime/gvr.ts';
-import { isNotFound, type KubeObject } from '../../runtime/kube.ts';
+import { isNotServed, type KubeObject } from '../../runtime/kube.ts';
 import type { ObjectKey, ReconcileContext } from '../../runtime/reconciler.ts';
 import { importMode, taskCutover } from '../../forklift/warm.ts';
 import { copiedEarlier, runIsRunning, stampOf, type VMObservation } from './decide.ts';
@@ -53,11 +53,17 @@ export async function listOptional(ctx: ReconcileContext, gvr: GVR, ns: string, 
     const hit = c?.hasSynced() ? c.list(ns, labels) : undefined;
     if (hit?.length || (hit && o.trustCacheAbsence)) return hit;
   }
+  // An optional kind discovery does not see installed is asked once (a probe); one it sees installed is
+  // retried on a bare 404 like any read.
+  const probe = !!gvr.optional && !ctx.installed(gvr);
   try {
-    return (await ctx.client.list(gvr, ns, { labelSelector: labelSel(labels) })).items;
+    return (await ctx.client.list(gvr, ns, { labelSelector: labelSel(labels), probe })).items;
   } catch (e) {
-    // An optional kind that is not installed: nothing of it exists.
-    if (gvr.optional && isNotFound(e)) return [];
+    // Not served and not installed: nothing of the kind exists. Not served while discovery says it is
+    // installed is a server not ready for it (a kube-apiserver restarting answers custom resources a bare
+    // 404 until its CRD informer syncs): decisions taken on absence ("Forklift produced nothing", "no
+    // DataVolume left to delete") must not rest on that, so the pass fails and is retried.
+    if (probe && isNotServed(e)) return [];
     throw e;
   }
 }

@@ -5,7 +5,7 @@ import { LABEL_TASK_UID, vmDiskClaimName, vmDiskName } from '../../api/labels.ts
 import type { DiskStatus, VMImportSource, VMImportTask, VMStatus } from '../../api/types.ts';
 import { foreignNetworkProblem, hostIdOf, multusDuplicateProblem, podNetworkProblem, type InventoryNetworkLike, type InventoryVMLike } from '../../forklift/maps.ts';
 import { GVRs } from '../../runtime/gvr.ts';
-import type { KubeObject } from '../../runtime/kube.ts';
+import { isNotServed, type KubeObject } from '../../runtime/kube.ts';
 import type { ReconcileContext } from '../../runtime/reconciler.ts';
 import { collisionMessage, hostAddressCollision } from '../../preflight/cidr.ts';
 import { defaultVMName, outputNameProblems } from '../../preflight/names.ts';
@@ -57,9 +57,20 @@ export function hostDescription(source: VMImportSource, hostId: string | undefin
   return a ? `ESXi host ${hostId} at ${a}, as vCenter advertises it` : `ESXi host ${hostId}`;
 }
 
-/** GET that reads a kind which is not installed (404) as "no such object". */
+/**
+ * GET that reads a kind which is not installed (discovery does not see it, and its path answers a bare
+ * 404) as "no such object": nothing of it can hold the name. A kind discovery sees installed and whose
+ * path is not served (an API server restarting) throws, and the preflight is retried: a name read as free
+ * on that answer could be someone's.
+ */
 async function getOptional(ctx: ReconcileContext, gvr: (typeof GVRs)[keyof typeof GVRs], ns: string, name: string): Promise<KubeObject | undefined> {
-  return await ctx.client.get(gvr, ns, name);
+  const probe = !ctx.installed(gvr);
+  try {
+    return await ctx.client.get(gvr, ns, name, { probe });
+  } catch (e) {
+    if (probe && isNotServed(e)) return undefined;
+    throw e;
+  }
 }
 
 /** Names an output of this VM would take that already belong to someone else. */

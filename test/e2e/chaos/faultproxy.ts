@@ -56,9 +56,11 @@ export interface FaultProxy {
   /**
    * Answers every request `fn` picks (method, path, query) with the answer it gives instead of forwarding
    * it (counted as `intercepted:<code>`), until set to undefined: a fault that lasts, such as an API server
-   * whose etcd was restored and which calls every resourceVersion handed out before "too large".
+   * whose etcd was restored and which calls every resourceVersion handed out before "too large". `text`
+   * instead of `status` answers a plain-text body (kube-apiserver's bare "404 page not found" for a path it
+   * does not serve yet).
    */
-  setInterceptor(fn: ((r: { method: string; path: string; query: string; watch: boolean }) => { code: number; status: Record<string, unknown>; asWatchEvent?: boolean } | undefined) | undefined): void;
+  setInterceptor(fn: ((r: { method: string; path: string; query: string; watch: boolean }) => Intercepted | undefined) | undefined): void;
   /** Ends every watch stream open now (an API server restarting under its watches). */
   cutWatches(): number;
   /** Changes the rates from now on (a fault-free phase and a faulty phase through the same proxy). */
@@ -70,6 +72,12 @@ export interface FaultProxy {
   failNext(rule: TargetedFault): void;
   close(): Promise<void>;
 }
+
+/** An interceptor's answer: a Status (JSON), or a plain-text body. */
+export type Intercepted = { code: number; status: Record<string, unknown>; asWatchEvent?: boolean } | { code: number; text: string };
+
+/** kube-apiserver's answer for a path it does not serve (Go net/http NotFound): no Status body. */
+export const BARE_404: Intercepted = { code: 404, text: '404 page not found\n' };
 
 export interface TargetedFault {
   method: string;
@@ -228,7 +236,10 @@ export async function startFaultProxy(upstream: string, upstreamCA: string, init
     if (caught) {
       count(`intercepted:${caught.code}`);
       req.resume();
-      if (caught.asWatchEvent) {
+      if ('text' in caught) {
+        res.writeHead(caught.code, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
+        res.end(caught.text);
+      } else if (caught.asWatchEvent) {
         res.writeHead(200, { 'Content-Type': 'application/json' });
         res.end(`${JSON.stringify({ type: 'ERROR', object: caught.status })}\n`);
       } else {
