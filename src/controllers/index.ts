@@ -4,7 +4,7 @@ import type { Reconciler } from '../runtime/reconciler.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { KeyringSource } from '../credentials/keyring.ts';
 import { sourceReconciler } from './source/reconciler.ts';
-import { taskReconciler } from './task/reconciler.ts';
+import { TaskReconciler } from './task/reconciler.ts';
 
 export interface ReconcilerDeps {
   /** The process's metrics: domain metrics (imports, stalls, source readiness) land on its registry. */
@@ -16,8 +16,11 @@ export interface ReconcilerDeps {
 }
 
 export function buildReconcilers(cfg: ControllerConfig, deps: ReconcilerDeps = {}): Reconciler[] {
+  const task = new TaskReconciler(cfg, { registry: deps.metrics?.registry });
   return [
     sourceReconciler(cfg, { sourceReady: deps.metrics?.sourceReady, keyring: deps.keyring, resolve: deps.resolve }),
-    taskReconciler(cfg, { registry: deps.metrics?.registry }),
+    task,
+    // The task's finishing lane (task/lane.ts): a VM whose outputs deployed ends within the running pass.
+    task.finisher(),
   ];
 }

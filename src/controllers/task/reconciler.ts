@@ -8,6 +8,7 @@ import { Registry } from 'prom-client';
 import type { ControllerConfig } from '../../config.ts';
 import { FINALIZER, LABEL_MANAGED_BY, LABEL_TASK, MANAGED_BY_VALUE } from '../../api/labels.ts';
 import type { VMImportSource, VMImportTask, VMImportTaskStatus, VMStatus } from '../../api/types.ts';
+import type { SlotVerdict } from './decide.ts';
 import { hasLegacyDisks, normalizeVMDisks } from '../../api/disks.ts';
 import { defaultInventoryClient } from '../../forklift/inventory-client.ts';
 import { renderNetworkMap, renderStorageMap, type InventoryNetworkLike, type InventoryVMLike, type ProviderRefs } from '../../forklift/maps.ts';
@@ -25,6 +26,8 @@ import { backfillFinished, isTerminalPhase } from './status.ts';
 import { nextVMAction, passOrder, requestPriority, statusBeforeAction, stepsToEnd, taskGate, writesNothing, type VMAction } from './decide.ts';
 import { withRequestPriority } from '../../runtime/ratelimit.ts';
 import { StatusBoard, boundedPool } from './board.ts';
+import { PassLane, finishCandidates, finishable, type CachedOutput } from './lane.ts';
+import { VM_STEPS } from '../handoff/steps.ts';
 import { Handoff } from '../handoff/index.ts';
 import { PLAN_LABEL, getCached, observeVM, taskKey, type VMObjects } from './observe.ts';
 import { retireEndedPlans } from './retire.ts';
@@ -145,6 +148,8 @@ export class TaskReconciler implements Reconciler {
   /** This reconciler's handoff: what it remembers lives and dies with this reconciler. */
   private readonly handoff = new Handoff();
   private fx: TaskEffects | undefined;
+  /** The lane of each task whose pass is running, by task key (lane.ts): what the finisher acts through. */
+  private readonly lanes = new Map<string, PassLane<FinishPass>>();
   /** The platform's transfer budget (task/admission.ts); its metrics are on the registry from the start. */
   private readonly budget: TransferAdmission;
 
@@ -227,7 +232,20 @@ export class TaskReconciler implements Reconciler {
   }
 
 
+  /** A pass of a running task, with its finishing lane open from its actions' start to its last write. */
   private async drive(ctx: ReconcileContext, fx: TaskEffects, task: VMImportTask & KubeObject): Promise<Result> {
+    const k = keyString(taskKey(task));
+    const lane = new PassLane<FinishPass>(task.metadata.uid ?? '');
+    this.lanes.set(k, lane);
+    try {
+      return await this.pass(ctx, fx, task, lane);
+    } finally {
+      await lane.close();
+      if (this.lanes.get(k) === lane) this.lanes.delete(k);
+    }
+  }
+
+  private async pass(ctx: ReconcileContext, fx: TaskEffects, task: VMImportTask & KubeObject, lane: PassLane<FinishPass>): Promise<Result> {
     const began = Date.now();
     const ns = task.metadata.namespace ?? '';
     let vms = initialVMs(task);
@@ -339,6 +357,8 @@ export class TaskReconciler implements Reconciler {
     // What the observation alone changed is written beside the actions, not before them: an action that
     // must find its VM's status recorded first says so (its `record`, which the board writes after this).
     const observedWrite = decided.size > 0 ? board.flush() : Promise.resolve();
+    // From here the finisher may end a VM whose outputs deployed meanwhile, on this pass's board.
+    lane.open({ task, board, slots: slots.slots, source, providers, maps });
     const passStart = Date.now();
     // The VMs a pass did not reach go first in the next one; then those nearest their end (a VM whose
     // VMInstance is Ready has two steps left, and its tenant waits on them).
@@ -348,27 +368,42 @@ export class TaskReconciler implements Reconciler {
     const endedEarlier = (task.status?.vms ?? []).some((v) => isTerminalPhase(v.phase));
     // Clean-up: its requests take the limiter's last turns, after every VM's.
     const retiring = endedEarlier ? withRequestPriority(CLEANUP_PRIORITY, () => retireEndedPlans(ctx, task, { preferCache: true, mayStart })) : Promise.resolve(undefined);
+    // One VM's action, its result on the board; true when the board should be written now.
+    const act = async (k: number): Promise<boolean> => {
+      const { action, objects } = decided.get(k)!;
+      // A handoff create is recorded first: this VM's status as it will be, the others' as the board has them.
+      const record = async (vm: VMStatus): Promise<void> => {
+        board.set(k, vm);
+        await board.flush();
+      };
+      const r = await withRequestPriority(requestPriority(action), () => applyVMAction(ctx, fx, { task, source, action, objects, providers, maps, now, record }));
+      if (r.requeueAfterMs !== undefined) requeueMs = Math.min(requeueMs, r.requeueAfterMs);
+      board.set(k, r.status);
+      // A VM that ended shows at once (once per VM; writes that overlap are one: board.ts); otherwise a
+      // long pass shows what it has so far at most once a second.
+      return (isTerminalPhase(r.status.phase) && !isTerminalPhase(action.status.phase)) || board.sinceWrite() >= INTERIM_WRITE_MS;
+    };
     const acting = boundedPool(
       order,
       VM_ACTIONS_IN_FLIGHT,
       async (k) => {
-        const { action, objects } = decided.get(k)!;
-        // A handoff create is recorded first: this VM's status as it will be, the others' as the board has them.
-        const record = async (vm: VMStatus): Promise<void> => {
-          board.set(k, vm);
-          await board.flush();
-        };
-        const r = await withRequestPriority(requestPriority(action), () => applyVMAction(ctx, fx, { task, source, action, objects, providers, maps, now, record }));
-        if (r.requeueAfterMs !== undefined) requeueMs = Math.min(requeueMs, r.requeueAfterMs);
-        board.set(k, r.status);
-        // A VM that ended shows at once (once per VM; writes that overlap are one: board.ts); otherwise a
-        // long pass shows what it has so far at most once a second.
-        if ((isTerminalPhase(r.status.phase) && !isTerminalPhase(action.status.phase)) || board.sinceWrite() >= INTERIM_WRITE_MS) await board.flush();
+        // Ended, or being ended, by the finisher in this pass: its result is on the board.
+        if (!lane.claimForMain(k)) return;
+        let show: boolean;
+        try {
+          show = await act(k);
+        } finally {
+          // Its result is on the board: the finisher may take it from here, without waiting for the write.
+          lane.mainEnded(k);
+        }
+        if (show) await board.flush();
       },
       mayStart,
     );
     // All run to their end before any error is thrown: no write is left running behind the pass.
     const [shown, retired, acted] = await Promise.allSettled([observedWrite, retiring, acting]);
+    // The finisher's work in flight ends on this pass's board before the pass reads it for its last write.
+    await lane.close();
     if (shown.status === 'rejected') throw shown.reason;
     if (retired.status === 'rejected') throw retired.reason;
     if (acted.status === 'rejected') throw acted.reason;
@@ -392,9 +427,87 @@ export class TaskReconciler implements Reconciler {
   }
 
 
-  memory(): Record<string, number> {
-    return { ...this.mem.sizes(), ...this.handoff.memory(), ...this.budget.sizes() };
+  /**
+   * The finisher's reconcile (the `vmimporttask-finish` reconciler, woken by its task's VMDisks and
+   * VMInstances): while a pass of the task runs, it ends the VMs whose outputs have all deployed on that
+   * pass's board (lane.ts). With no pass running it does nothing: the same event queued the task's pass,
+   * which starts at once. Its errors are logged and left to that pass (its key is queued, its steps
+   * idempotent): the finisher is never the only one to take a step.
+   */
+  async finish(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
+    const lane = this.lanes.get(keyString(key));
+    const fx = this.fx;
+    if (!lane || !fx) return {};
+    const cached: CachedOutput = (kind, name) => ctx.cache(kind === 'VMDisk' ? GVRs.VMDisk : GVRs.VMInstance)?.get(key.namespace, name);
+    // Only for a task with a deployed VMInstance of a VM not ended as its stored status has it: its other
+    // events (a preflight's, a spec edit's) do not wait on its pass.
+    const stored = ctx.cache<VMImportTask & KubeObject>(GVRs.VMImportTask)?.get(key.namespace, key.name);
+    if (!stored || stored.metadata.uid !== lane.uid || !finishCandidates(stored.status?.vms ?? [], cached).length) return {};
+    const pass = await lane.opened();
+    if (!pass) return {};
+    // Started, not awaited: the task's next event (another VM's VMInstance turning Ready) is not held
+    // behind this one's handoff call, since the task's key is one in the queue. The lane tracks the work (the
+    // pass's last write waits for it); the claims keep two calls off one VM; the client's rate limit
+    // bounds the requests.
+    for (const k of finishCandidates(pass.board.list(), cached)) void lane.track(this.finishVM(ctx, fx, lane, pass, k, cached));
+    return {};
   }
+
+  /** One VM on the lane: observed afresh, and its last handoff call taken if that is what it needs. */
+  private async finishVM(ctx: ReconcileContext, fx: TaskEffects, lane: PassLane<FinishPass>, pass: FinishPass, k: number, cached: CachedOutput): Promise<void> {
+    const { task, board } = pass;
+    // The main pass's action on it (the VMInstance's create, often) ends first: its result is what counts.
+    await lane.mainSettled(k);
+    const v = board.get(k);
+    if (!finishable(v, cached) || !lane.claimForFinisher(k, v)) return;
+    try {
+      const now = ctx.now();
+      const seen = await observeVM(ctx, this.mem, task, v, { now, stallAfterMs: this.stallAfterMs, migrationName: migrationName(task.metadata.name ?? '', task.metadata.uid ?? '', v.id) });
+      const action = nextVMAction({ ...seen.observation, slot: pass.slots.get(v.id) });
+      // Anything but the handoff's last call (its disks done, its VMInstance recorded) is the main pass's.
+      if (action.type !== 'handoff' || stepsToEnd(action) > VM_STEPS.length - 1) {
+        lane.release(k);
+        return;
+      }
+      const record = async (vm: VMStatus): Promise<void> => {
+        board.set(k, vm);
+        await board.flush();
+      };
+      const r = await withRequestPriority(requestPriority(action), () => applyVMAction(ctx, fx, { task, source: pass.source, action, objects: seen.objects, providers: pass.providers, maps: pass.maps, now, record }));
+      board.set(k, r.status);
+      await board.flush();
+    } catch (e) {
+      ctx.log.warn({ vm: v.id, err: (e as Error).message }, 'finishing a VM failed; left to the task pass');
+    }
+  }
+
+  /** The finisher: a reconciler of its own (its own queue and workers), acting through this one's lanes. */
+  finisher(): Reconciler {
+    return {
+      name: 'vmimporttask-finish',
+      primary: GVRs.VMImportTask,
+      watches: [
+        { gvr: GVRs.VMDisk, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+        { gvr: GVRs.VMInstance, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
+      ],
+      reconcile: (key, ctx) => this.finish(key, ctx),
+      memory: () => ({ lanes: this.lanes.size }),
+    };
+  }
+
+  memory(): Record<string, number> {
+    return { ...this.mem.sizes(), ...this.handoff.memory(), ...this.budget.sizes(), lanes: this.lanes.size };
+  }
+}
+
+/** What the finisher needs of a running pass (lane.ts). */
+interface FinishPass {
+  task: VMImportTask & KubeObject;
+  board: StatusBoard;
+  slots: ReadonlyMap<string, SlotVerdict>;
+  source: (VMImportSource & KubeObject) | undefined;
+  providers: ProviderRefs;
+  maps: { network: { name: string; namespace: string }; storage: { name: string; namespace: string } };
 }
 
 export function taskReconciler(cfg: ControllerConfig, o: TaskReconcilerOptions = {}): Reconciler {
