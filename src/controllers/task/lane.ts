@@ -59,8 +59,9 @@ export class PassLane<P> {
     return this.state === 'open' ? this.pass : undefined;
   }
 
-  isOpen(): boolean {
-    return this.state === 'open';
+  /** The pass is ending: the finisher starts nothing more on it. */
+  isClosed(): boolean {
+    return this.state === 'closed';
   }
 
   /**

@@ -77,6 +77,13 @@ const VM_ACTIONS_IN_FLIGHT = 4;
  * other VM's live reads (30 s for 30 VMs).
  */
 const PASS_START_BUDGET_MS = 250;
+/**
+ * How long a finisher woken between two passes of a task waits for the next: that pass was queued by the
+ * same event and begins as the last one ends (a 200-VM task's pass lasts about a second). Past it — the
+ * task's key backed off after errors — the main pass alone takes the VM, and the finisher's worker is
+ * free for other tasks.
+ */
+const NEXT_PASS_WAIT_MS = 2_000;
 /** Below every action's request priority (decide.ts requestPriority): the Plans of ended VMs can wait. */
 const CLEANUP_PRIORITY = Number.MIN_SAFE_INTEGER;
 /** A long pass writes what it has so far this often: a VM's result shows within about a second. */
@@ -150,6 +157,8 @@ export class TaskReconciler implements Reconciler {
   private fx: TaskEffects | undefined;
   /** The lane of each task whose pass is running, by task key (lane.ts): what the finisher acts through. */
   private readonly lanes = new Map<string, PassLane<FinishPass>>();
+  /** Finishers woken between two passes of a task, by task key: each waits for the next pass's lane. */
+  private readonly awaitingPass = new Map<string, Array<(lane: PassLane<FinishPass> | undefined) => void>>();
   /** The platform's transfer budget (task/admission.ts); its metrics are on the registry from the start. */
   private readonly budget: TransferAdmission;
 
@@ -237,6 +246,9 @@ export class TaskReconciler implements Reconciler {
     const k = keyString(taskKey(task));
     const lane = new PassLane<FinishPass>(task.metadata.uid ?? '');
     this.lanes.set(k, lane);
+    const waiting = this.awaitingPass.get(k) ?? [];
+    this.awaitingPass.delete(k);
+    for (const give of waiting) give(lane);
     try {
       return await this.pass(ctx, fx, task, lane);
     } finally {
@@ -435,14 +447,19 @@ export class TaskReconciler implements Reconciler {
    * idempotent): the finisher is never the only one to take a step.
    */
   async finish(key: ObjectKey, ctx: ReconcileContext): Promise<Result> {
-    const lane = this.lanes.get(keyString(key));
+    const k = keyString(key);
     const fx = this.fx;
-    if (!lane || !fx) return {};
+    if (!fx) return {};
     const cached: CachedOutput = (kind, name) => ctx.cache(kind === 'VMDisk' ? GVRs.VMDisk : GVRs.VMInstance)?.get(key.namespace, name);
     // Only for a task with a deployed VMInstance of a VM not ended as its stored status has it: its other
     // events (a preflight's, a spec edit's) do not wait on its pass.
     const stored = ctx.cache<VMImportTask & KubeObject>(GVRs.VMImportTask)?.get(key.namespace, key.name);
-    if (!stored || stored.metadata.uid !== lane.uid || !finishCandidates(stored.status?.vms ?? [], cached).length) return {};
+    if (!stored || !finishCandidates(stored.status?.vms ?? [], cached).length) return {};
+    // Between two passes (the last one closing, or none running), the same event queued the next pass:
+    // its lane is the one to act on, opened before that pass's first action (it may start with others).
+    const current = this.lanes.get(k);
+    const lane = current && !current.isClosed() ? current : await this.nextLane(k);
+    if (!lane || lane.uid !== stored.metadata.uid) return {};
     const pass = await lane.opened();
     if (!pass) return {};
     // Started, not awaited: the task's next event (another VM's VMInstance turning Ready) is not held
@@ -451,6 +468,25 @@ export class TaskReconciler implements Reconciler {
     // bounds the requests.
     for (const k of finishCandidates(pass.board.list(), cached)) void lane.track(this.finishVM(ctx, fx, lane, pass, k, cached));
     return {};
+  }
+
+  /** The lane of the task's next pass, once it begins; undefined if none begins within NEXT_PASS_WAIT_MS. */
+  private nextLane(k: string): Promise<PassLane<FinishPass> | undefined> {
+    return new Promise((resolve) => {
+      const waiters = this.awaitingPass.get(k) ?? [];
+      const give = (lane: PassLane<FinishPass> | undefined): void => {
+        clearTimeout(timer);
+        resolve(lane);
+      };
+      const timer = setTimeout(() => {
+        const left = (this.awaitingPass.get(k) ?? []).filter((w) => w !== give);
+        if (left.length) this.awaitingPass.set(k, left);
+        else this.awaitingPass.delete(k);
+        give(undefined);
+      }, NEXT_PASS_WAIT_MS);
+      waiters.push(give);
+      this.awaitingPass.set(k, waiters);
+    });
   }
 
   /** One VM on the lane: observed afresh, and its last handoff call taken if that is what it needs. */
@@ -491,7 +527,7 @@ export class TaskReconciler implements Reconciler {
         { gvr: GVRs.VMInstance, map: byTaskLabel, labelSelector: LABEL_TASK, keep: keepTaskObjects },
       ],
       reconcile: (key, ctx) => this.finish(key, ctx),
-      memory: () => ({ lanes: this.lanes.size }),
+      memory: () => ({ lanes: this.lanes.size, awaitingPass: this.awaitingPass.size }),
     };
   }
 
