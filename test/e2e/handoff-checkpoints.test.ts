@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { pino } from 'pino';
-import { adminKubeConfig, testEnv, freshNamespace, REPO_ROOT, waitFor, ControlPlane, kubeConfigFor } from './env/index.ts';
+import { adminKubeConfig, testEnv, freshNamespace, REPO_ROOT, waitFor, ControlPlane, kubeConfigFor, installOurCRDs } from './env/index.ts';
 import { KubeClient, type KubeObject } from '../../src/runtime/kube.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { ReconcileContext } from '../../src/runtime/reconciler.ts';
@@ -515,6 +515,9 @@ test('the handoff lets the PV binder finish from watch events, not its 15 s peri
   const own = new KubeClient(kubeConfigFor(cp.kubeconfigPath));
   try {
     await installStandInCRDs(own);
+    // Ours too, as on any cluster the controller runs on: the handoff reads the task's source (a kind
+    // not served is an error, not an absent source).
+    await installOurCRDs(kubeConfigFor(cp.kubeconfigPath));
     const saved = client;
     client = own;
     try {
