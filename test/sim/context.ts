@@ -1,5 +1,6 @@
 // Shared state of one running simulator: the REST client, informers, worlds, timings and small helpers.
 import { randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { type Informer, type Obj, type Rest, R, notFound } from './rest.ts';
 import type { World } from './world.ts';
 
@@ -200,8 +201,13 @@ export function stamp(next: Cond[], prev: Cond[] | undefined): Cond[] {
 
 export const blocking = (cs: Cond[]): boolean => cs.some((c) => c.category === 'Critical' || c.category === 'Error');
 
-/** Equal ignoring lastTransitionTime (to skip no-op status writes that would re-trigger watches). */
+/**
+ * Equal ignoring lastTransitionTime (to skip no-op status writes that would re-trigger watches), and ignoring
+ * the order of keys: the API server returns a custom resource's fields sorted, so comparing the stored status
+ * as text with one built in the sim's own key order found every status changed and sent a no-op write on
+ * each pass.
+ */
 export function sameStatus(a: unknown, b: unknown): boolean {
   const strip = (x: unknown): unknown => JSON.parse(JSON.stringify(x ?? null, (k, v) => (k === 'lastTransitionTime' ? undefined : v)));
-  return JSON.stringify(strip(a)) === JSON.stringify(strip(b));
+  return isDeepStrictEqual(strip(a), strip(b));
 }

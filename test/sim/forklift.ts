@@ -197,7 +197,12 @@ export class Forklift {
     });
     inf.plan.on((t, o) => {
       if (t === 'DELETED') this.planDeleted(o).catch((e) => console.error(`[sim] plan GC: ${(e as Error).message}`));
-      else this.planq.add(`Plan|${keyOf(o)}`);
+      // PlanPredicate (kubev2v/forklift@v2.11.5 and @v2.12.5:pkg/controller/plan/predicate.go): a create
+      // reconciles, an update only when status.observedGeneration < generation. The Plan's own status writes
+      // (a running import's progress among them) and label or annotation changes reconcile nothing: a pass
+      // on each of its own writes re-wrote the latest progress, a loop of status writes as fast as the API
+      // server took them (~30 a second per running Plan).
+      else if (t === 'ADDED' || specChanged(o)) this.planq.add(`Plan|${keyOf(o)}`);
     });
     inf.migration.on((t, o) => {
       if (t === 'DELETED') this.migrationDeleted(o);

@@ -4,6 +4,7 @@
 // Upstream: kubevirt/containerized-data-importer@v1.64.0 (pkg/controller/datavolume/*, pkg/apiserver/webhooks/
 // datavolume-validate.go), cozystack/cozystack@v1.6.2 (packages/apps/vm-disk, packages/apps/vm-instance),
 // kubevirt/kubevirt@v1.8.4 (VirtualMachine status). What is simplified is listed in test/sim/README.md.
+import { isDeepStrictEqual } from 'node:util';
 import type { Ctx } from './context.ts';
 import { VDDK_WAITING_MESSAGE } from './forklift.ts';
 import { type Obj, Queue, R, keyOf, notFound, conflict, HttpError } from './rest.ts';
@@ -155,7 +156,9 @@ export class Storage {
 
   private async dvStatus(dv: Obj, status: Record<string, unknown>, precondition = false): Promise<void> {
     const cur = dv.status ?? {};
-    if (Object.entries(status).every(([k, v]) => JSON.stringify(cur[k]) === JSON.stringify(v))) return;
+    // Compared as values, not as text: the API server returns a custom resource's keys sorted (see sameStatus).
+    const plain = (x: unknown): unknown => (x === undefined ? undefined : JSON.parse(JSON.stringify(x)));
+    if (Object.entries(status).every(([k, v]) => isDeepStrictEqual(plain(cur[k]), plain(v)))) return;
     try {
       await this.ctx.rest.patch(R.DataVolume, dv.metadata.namespace, dv.metadata.name, { ...(precondition ? { metadata: { resourceVersion: dv.metadata.resourceVersion } } : {}), status }, 'status');
     } catch (e) {
@@ -363,7 +366,7 @@ export class Storage {
       await this.ctx.rest.create(R.VirtualMachine, body).catch((e) => {
         if (!(e instanceof HttpError && e.code === 409)) throw e;
       });
-    } else if (JSON.stringify(existing.spec) !== JSON.stringify(body.spec)) {
+    } else if (!isDeepStrictEqual(existing.spec, JSON.parse(JSON.stringify(body.spec)))) {
       // helm upgrade
       await this.ctx.rest.replace(R.VirtualMachine, { ...existing, spec: body.spec });
     }
