@@ -74,7 +74,16 @@ after(async () => {
 const row = (out: string, name: string): string[] | undefined => out.split('\n').map((l) => l.trim().split(/\s{2,}/)).find((cells) => cells[0] === name);
 
 test('vms lists every VM the source sees with its id, power, guest OS, firmware, disks and size, ESXi host and verdict, and filters by verdict, name and folder', async () => {
-  const all = await vmimport(viewer, ['vms', 'vc']);
+  // Each a process of its own, reading the same published inventory: run side by side.
+  const [all, blocked, ready, web, wide, jsonRun, yamlRun] = await Promise.all([
+    vmimport(viewer, ['vms', 'vc']),
+    vmimport(viewer, ['vms', 'vc', '--blocked']),
+    vmimport(viewer, ['vms', 'vc', '--ready']),
+    vmimport(viewer, ['vms', 'vc', '--folder', '/dc1/vm/web', '--name', 'WEB']),
+    vmimport(viewer, ['vms', 'vc', '-o', 'wide', '--blocked']),
+    vmimport(viewer, ['vms', 'vc', '-o', 'json', '--name', 'app']),
+    vmimport(viewer, ['vms', 'vc', '-o', 'yaml', '--blocked']),
+  ]);
   assert.equal(all.code, 0, show(all));
   assert.deepEqual(all.stdout.split('\n')[0]!.trim().split(/\s{2,}/), ['NAME', 'ID', 'POWER', 'OS', 'FIRMWARE', 'DISKS', 'SIZE', 'HOST', 'VERDICT']);
   assert.deepEqual(row(all.stdout, 'web-01'), ['web-01', 'vm-101', 'poweredOn', 'linux', 'bios', '1', '2.0 GiB', 'host-1', 'ReadyWithWarnings']);
@@ -82,32 +91,31 @@ test('vms lists every VM the source sees with its id, power, guest OS, firmware,
   assert.deepEqual(row(all.stdout, 'rdm-01')?.at(-1), 'Blocked');
 
   const names = (out: string): string[] => out.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0]!).sort();
-  const blocked = await vmimport(viewer, ['vms', 'vc', '--blocked']);
   assert.deepEqual(names(blocked.stdout), ['rdm-01'], show(blocked));
-  const ready = await vmimport(viewer, ['vms', 'vc', '--ready']);
   assert.deepEqual(names(ready.stdout), ['app', 'app', 'db-01', 'warm-01', 'web-01'], show(ready));
-  const web = await vmimport(viewer, ['vms', 'vc', '--folder', '/dc1/vm/web', '--name', 'WEB']);
   assert.deepEqual(names(web.stdout), ['web-01'], show(web));
 
-  const wide = await vmimport(viewer, ['vms', 'vc', '-o', 'wide', '--blocked']);
   assert.match(wide.stdout, /FOLDER +TOOLS +CBT +NICS +CONCERN/);
   assert.match(wide.stdout, /rdm-01 .* \/dc1\/vm\/db +running +no +1 +Critical: Raw Device Mapped disk detected/);
 
-  const json = JSON.parse((await vmimport(viewer, ['vms', 'vc', '-o', 'json', '--name', 'app'])).stdout) as SourceInventoryVM[];
+  const json = JSON.parse(jsonRun.stdout) as SourceInventoryVM[];
   assert.deepEqual(json.map((v) => [v.id, v.path]).sort(), [['vm-103', '/dc1/vm/web/app'], ['vm-104', '/dc1/vm/db/app']].sort());
-  const yaml = YAML.parse((await vmimport(viewer, ['vms', 'vc', '-o', 'yaml', '--blocked'])).stdout) as SourceInventoryVM[];
+  const yaml = YAML.parse(yamlRun.stdout) as SourceInventoryVM[];
   assert.deepEqual(yaml.map((v) => [v.id, v.verdict, v.concerns?.[0]?.id]), [['vm-105', 'Blocked', 'vmware.disk.rdm.detected']]);
 });
 
 test('create refuses a VM name two VMs share, listing both by id and folder, and with --dry-run=client prints the task it would apply without creating it', async () => {
-  const amb = await vmimport(admin, ['create', 'x', '--source', 'vc', '--vm', 'app']);
+  // None of the three creates anything: run side by side.
+  const [amb, missing, dry] = await Promise.all([
+    vmimport(admin, ['create', 'x', '--source', 'vc', '--vm', 'app']),
+    vmimport(admin, ['create', 'x', '--source', 'vc', '--vm', 'web-9']),
+    vmimport(admin, ['create', 'planned', '--source', 'vc', '--vm', 'web-01', '--vm', 'vm-104', '--storage-class', 'cli-fast', '--network', 'network-1=multus:backup-net', '--dry-run=client']),
+  ]);
   assert.equal(amb.code, 1, show(amb));
   assert.match(amb.stderr, /error: VM name "app" is ambiguous in source vc: 2 VMs carry it; give one by id:\n {2}vm-10[34] {2}\/dc1\/vm\/(web|db)\/app\n {2}vm-10[34] {2}\/dc1\/vm\/(web|db)\/app/);
   assert.match(amb.stderr, /fix: list the source's VMs with kubectl vmimport vms vc/);
-  const missing = await vmimport(admin, ['create', 'x', '--source', 'vc', '--vm', 'web-9']);
   assert.match(missing.stderr, /no VM named "web-9" in source vc's inventory/);
 
-  const dry = await vmimport(admin, ['create', 'planned', '--source', 'vc', '--vm', 'web-01', '--vm', 'vm-104', '--storage-class', 'cli-fast', '--network', 'network-1=multus:backup-net', '--dry-run=client']);
   assert.equal(dry.code, 0, show(dry));
   assert.deepEqual(YAML.parse(dry.stdout), {
     apiVersion: 'forklift.cozystack.io/v1alpha1',
@@ -134,7 +142,14 @@ test("create applies the task by VM names and shows the webhook's warnings; watc
   const task = (await c.get(GVRs.VMImportTask, ns, 'web-tier')) as unknown as VMImportTask;
   assert.equal(task.status?.phase, 'Succeeded');
 
-  const j = JSON.parse((await vmimport(viewer, ['report', 'web-tier', '-o', 'json'])).stdout) as { rows: Array<Record<string, unknown>>; totals: Record<string, unknown> };
+  // The report in each format, side by side (each a process of its own, reading the ended task).
+  const [jsonReport, table, csvReport, mdReport] = await Promise.all([
+    vmimport(viewer, ['report', 'web-tier', '-o', 'json']),
+    vmimport(viewer, ['report', 'web-tier']),
+    vmimport(viewer, ['report', 'web-tier', '-o', 'csv']),
+    vmimport(viewer, ['report', 'web-tier', '-o', 'markdown']),
+  ]);
+  const j = JSON.parse(jsonReport.stdout) as { rows: Array<Record<string, unknown>>; totals: Record<string, unknown> };
   const db = j.rows.find((r) => r.id === 'vm-102')!;
   assert.deepEqual([db.outcome, db.bytes, db.vmInstance, db.vmDisks], ['Succeeded', 3 * 2 ** 30, 'db-01', ['db-01-disk-0', 'db-01-disk-1']]);
   assert.equal(typeof db.downtimeSeconds, 'number');
@@ -145,14 +160,13 @@ test("create applies the task by VM names and shows the webhook's warnings; watc
   assert.ok(await c.get(GVRs.VMInstance, ns, 'db-01'));
   assert.ok(await c.get(GVRs.VMDisk, ns, 'db-01-disk-1'));
 
-  const table = await vmimport(viewer, ['report', 'web-tier']);
   assert.match(table.stdout, /^TASK +VM +ID +OUTCOME +REASON +BYTES +TRANSFER +DOWNTIME +VMINSTANCE +VMDISKS +NOT CARRIED$/m);
   assert.match(table.stdout, /^web-tier +web-01 +vm-101 +Succeeded +2\.0 GiB +\d+s +\d+s +web-01 +web-01-disk-0 +MAC addresses \(1 NIC\)$/m);
   assert.match(table.stdout, /^Total: 2 VMs in 1 task: 2 succeeded, 0 failed; 5\.0 GiB imported; downtime longest \d+s, total \d+s$/m);
-  const csv = (await vmimport(viewer, ['report', 'web-tier', '-o', 'csv'])).stdout.split('\r\n');
+  const csv = csvReport.stdout.split('\r\n');
   assert.equal(csv[0], 'task,vm,id,outcome,reason,message,bytes,transferSeconds,downtimeSeconds,vmInstance,vmDisks,notCarried');
   assert.match(csv.find((l) => l.includes('vm-102'))!, /^web-tier,db-01,vm-102,Succeeded,,,3221225472,\d+,\d+,db-01,db-01-disk-0 db-01-disk-1,UEFI firmware; MAC addresses \(1 NIC\)$/);
-  const md = (await vmimport(viewer, ['report', 'web-tier', '-o', 'markdown'])).stdout;
+  const md = mdReport.stdout;
   assert.match(md, /^\| TASK \| VM \| ID \|/m);
   assert.match(md, /^\| web-tier \| db-01 \| vm-102 \| Succeeded \|/m);
   assert.match(md, /^\*\*Total:\*\* 2 VMs in 1 task/m);
@@ -182,49 +196,55 @@ test('cutover --now sets the cutover of a warm task as the tenant and, with --wa
 });
 
 test("refusals come in the API's own words with the fix: a viewer cannot create, a Blocked VM is denied by the webhook, an unknown task is not found", async () => {
-  const denied = await vmimport(viewer, ['create', 'nope', '--source', 'vc', '--vm', 'web-01']);
+  // Four refusals, none of which writes: run side by side.
+  const [denied, blocked, gone, usage] = await Promise.all([
+    vmimport(viewer, ['create', 'nope', '--source', 'vc', '--vm', 'web-01']),
+    vmimport(admin, ['create', 'rdm', '--source', 'vc', '--vm', 'rdm-01', '--storage-class', 'cli-fast']),
+    vmimport(viewer, ['watch', 'no-such-task']),
+    vmimport(admin, ['create', 'x', '--vm', 'web-01']),
+  ]);
   assert.equal(denied.code, 1, show(denied));
   assert.match(denied.stderr, /^Error from server \(Forbidden\): vmimporttasks\.forklift\.cozystack\.io is forbidden: User "tenant-b" cannot create resource "vmimporttasks" in API group "forklift\.cozystack\.io" in the namespace "cli-[0-9a-f]+"$/m);
   assert.match(denied.stderr, /^fix: creating or changing imports in cli-[0-9a-f]+ needs a tenant admin role there \(cozy:tenant:admin\)/m);
 
-  const blocked = await vmimport(admin, ['create', 'rdm', '--source', 'vc', '--vm', 'rdm-01', '--storage-class', 'cli-fast']);
   assert.equal(blocked.code, 1, show(blocked));
   assert.match(blocked.stderr, /admission webhook .* denied the request: spec\.vms\[0\]: VM "rdm-01" \(vm-105\) is Blocked: Raw Device Mapped disk detected .* Fix: remove the RDM disk/);
   assert.equal(await c.get(GVRs.VMImportTask, ns, 'rdm'), undefined);
 
-  const gone = await vmimport(viewer, ['watch', 'no-such-task']);
   assert.equal(gone.code, 1, show(gone));
   assert.match(gone.stderr, /error: vmimporttasks\.forklift\.cozystack\.io "no-such-task" not found in namespace cli-[0-9a-f]+\nfix: list the tasks with kubectl get vmimporttasks -n cli-/);
 
-  const usage = await vmimport(admin, ['create', 'x', '--vm', 'web-01']);
   assert.equal(usage.code, 2, show(usage));
   assert.match(usage.stderr, /^error: --source SOURCE is required\nusage: kubectl vmimport create TASK/);
 });
 
 test('every command answers --help with its usage and an example, and bash, zsh and kubectl complete commands, flags and the namespace\'s task names', async () => {
-  const helps = await Promise.all(COMMANDS.map((cmd) => vmimport(viewer, [cmd.name, '--help'])));
+  // Every process of this test only reads: all run side by side.
+  const [helps, top, k, bash, vms, zsh, hasZsh] = await Promise.all([
+    Promise.all(COMMANDS.map((cmd) => vmimport(viewer, [cmd.name, '--help']))),
+    vmimport(viewer, ['--help']),
+    // kubectl's own completion of a plugin (kubectl 1.26+ runs kubectl_complete-vmimport).
+    shWithPlugin(viewer, 'kubectl __complete vmimport watch web 2>/dev/null'),
+    // bash: the script the plugin prints, driven as bash drives it on <TAB>.
+    shWithPlugin(viewer, 'source <(kubectl-vmimport completion bash); COMP_WORDS=(kubectl-vmimport report w); COMP_CWORD=2; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"; COMP_WORDS=(kubectl-vmimport vms vc --b); COMP_CWORD=3; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"'),
+    shWithPlugin(viewer, 'source <(kubectl-vmimport completion bash); COMP_WORDS=(kubectl-vmimport create t --source vc --vm we); COMP_CWORD=6; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"'),
+    vmimport(viewer, ['completion', 'zsh']),
+    shWithPlugin(viewer, 'command -v zsh').then((r) => r.code === 0),
+  ]);
   for (const [i, cmd] of COMMANDS.entries()) {
     const h = helps[i]!;
     assert.equal(h.code, 0, show(h));
     assert.match(h.stdout, new RegExp(`^Usage: kubectl vmimport ${cmd.name}\\b`, 'm'));
     assert.ok(h.stdout.includes(`Example:\n  ${cmd.example}`), h.stdout);
   }
-  const top = await vmimport(viewer, ['--help']);
   for (const cmd of COMMANDS) assert.match(top.stdout, new RegExp(`^ {2}${cmd.name} +\\S`, 'm'));
 
-  // kubectl's own completion of a plugin (kubectl 1.26+ runs kubectl_complete-vmimport).
-  const k = await shWithPlugin(viewer, 'kubectl __complete vmimport watch web 2>/dev/null');
   assert.deepEqual(k.stdout.trim().split('\n'), ['web-tier', ':4'], show(k));
-  // bash: the script the plugin prints, driven as bash drives it on <TAB>.
-  const bash = await shWithPlugin(viewer, 'source <(kubectl-vmimport completion bash); COMP_WORDS=(kubectl-vmimport report w); COMP_CWORD=2; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"; COMP_WORDS=(kubectl-vmimport vms vc --b); COMP_CWORD=3; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"');
   assert.deepEqual(bash.stdout.trim().split('\n').sort(), ['--blocked', 'warm', 'web-tier'], show(bash));
-  const vms = await shWithPlugin(viewer, 'source <(kubectl-vmimport completion bash); COMP_WORDS=(kubectl-vmimport create t --source vc --vm we); COMP_CWORD=6; _kubectl_vmimport; printf "%s\\n" "${COMPREPLY[@]}"');
   assert.deepEqual(vms.stdout.trim().split('\n').sort(), ['web-01'], show(vms));
   // zsh: the script parses (zsh itself, where the machine has it).
-  const zsh = await vmimport(viewer, ['completion', 'zsh']);
   assert.match(zsh.stdout, /^#compdef kubectl-vmimport\n/);
   assert.match(zsh.stdout, /kubectl-vmimport __complete/);
-  const hasZsh = (await shWithPlugin(viewer, 'command -v zsh')).code === 0;
   if (hasZsh) {
     const parsed = await shWithPlugin(viewer, 'kubectl-vmimport completion zsh | zsh -n');
     assert.equal(parsed.code, 0, show(parsed));

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { vcenter } from '../sim/index.ts';
-import type { VMImportTask } from '../../src/api/types.ts';
+import type { VMImportSource, VMImportTask } from '../../src/api/types.ts';
 import { GVRs } from '../../src/runtime/gvr.ts';
 import type { KubeObject } from '../../src/runtime/kube.ts';
 import { patchStatus } from '../../src/runtime/status.ts';
@@ -40,7 +40,8 @@ before(async () => {
   writeKubeconfig(tenantKC, env.server, env.caPEM, tenant.name, tenant.token, ns);
   const s = await applyAs(tenantKC, ns, { apiVersion: 'forklift.cozystack.io/v1alpha1', kind: 'VMImportSource', metadata: { name: 'vc' }, spec: { type: 'vsphere', url: URL_VC, credentials: { username: world.user, password: world.password, caCert: world.caPEM } } });
   assert.equal(s.code, 0, s.stderr);
-  await waitFor('the source to connect', async () => (await kubectl(['get', 'vmimportsource', 'vc', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}'], { kubeconfig: tenantKC })).stdout === 'Connected', { timeoutMs: 60_000 });
+  // Waited for as the admin, in process (a kubectl per observation cost a process start each).
+  await waitFor('the source to connect', async () => ((await booted.c.get(GVRs.VMImportSource, ns, 'vc')) as unknown as VMImportSource | undefined)?.status?.conditions?.find((c) => c.type === 'Ready')?.reason === 'Connected', { timeoutMs: 60_000 });
 });
 
 after(async () => {
