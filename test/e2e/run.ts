@@ -1,13 +1,16 @@
-// `npm run test:e2e`: the e2e files on four control planes side by side (shards), each file in its own
-// `node --test` process connected to its shard's plane through MC_TESTENV. Files are dealt to shards by
-// their measured durations (test/e2e/durations.json; longest first onto the least loaded shard), one file
-// at a time per plane — as before, a file never shares its plane with another file running. Each file's
-// output is printed whole when it ends, so shards never interleave lines. Planes are stopped on
-// success, failure and interrupt, and the run fails if any component process outlived it.
+// `npm run test:e2e`: the e2e files on three control planes side by side (shards), each file in its own
+// `node --test` process connected to its shard's plane through MC_TESTENV, and beside them one lane without
+// a plane, for the files that start every plane they use (test/e2e/env/shards.ts OWN_PLANE_FILES; they may
+// also run on a shard). Files are dealt by their measured durations (test/e2e/durations.json; longest first
+// onto the least loaded lane they may run in), one file at a time per lane — a file never shares its plane
+// with another file running. Each file's output is printed whole when it ends, so lanes never interleave
+// lines. Planes are stopped on success, failure and interrupt, and the run fails if any component process
+// outlived it.
 //
-//   node test/e2e/run.ts                        # every file, 4 shards
-//   node test/e2e/run.ts a.test.ts b.test.ts    # these files, 1 shard (one control plane)
-//   node test/e2e/run.ts --shards 1             # every file on one plane, one after another
+//   node test/e2e/run.ts                        # every file, 3 shards and the lane without a plane
+//   node test/e2e/run.ts a.test.ts b.test.ts    # these files, 1 shard (one control plane; none when every
+//                                               # file starts its own) and the lane without a plane
+//   node test/e2e/run.ts --shards 1             # every file needing a plane on one plane, one after another
 //   node test/e2e/run.ts --write-durations      # also record this run's per-file durations
 // MC_E2E_SHARDS sets the default number of shards. A file that does not end within its deadline fails the
 // run with its output so far (see FILE_DEADLINE).
@@ -24,7 +27,7 @@ import { ControlPlane } from './env/controlplane.ts';
 import { REPO_ROOT, deleteOwnedNamespaces, installOurCRDs, kubeConfigFor } from './env/index.ts';
 import { newOwner } from '../sim/scope.ts';
 import { alive, installStandInCRDs } from './fixtures.ts';
-import { planShards } from './env/shards.ts';
+import { planShards, startsOwnPlanes } from './env/shards.ts';
 import { groupCpu, procCpu } from './env/cpu.ts';
 
 function findTests(dir: string): string[] {
@@ -69,11 +72,17 @@ const writeDurations = argv.includes('--write-durations');
 const filter = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--shards').map((f) => join(process.cwd(), f));
 const found = findTests(join(REPO_ROOT, 'test/e2e'));
 const files = filter.length ? filter : found;
-// Four planes by default: most of a file's time is spent waiting (on the simulated engine's timings and
-// kube-controller-manager's periodic passes), not computing, so four files side by side on two cores
-// finish in about half the time two did; a plane costs ~5 CPU s to start and ~400 MiB of memory.
-const DEFAULT_SHARDS = 4;
+// Four files side by side by default: most of a file's time is spent waiting (on the simulated engine's
+// timings and kube-controller-manager's periodic passes), not computing, so four files side by side on two
+// cores finish in about half the time two did. Three of them on shared planes, and one lane without a
+// plane for the files that start their own (OWN_PLANE_FILES): a plane costs ~9 CPU s to start and stop,
+// ~0.05 CPU s a second while it sits idle, and ~400 MiB of memory.
+const DEFAULT_SHARDS = 3;
 const shardCount = Math.max(1, Math.min(files.length, Number(flagValue('shards') ?? process.env.MC_E2E_SHARDS ?? (filter.length ? 1 : DEFAULT_SHARDS))));
+// One lane without a plane whenever the run has a file that starts its own planes.
+const lanesWithoutPlane = files.some(startsOwnPlanes) ? 1 : 0;
+/** The descriptor a file in a lane without a plane gets: env/index.ts testEnv() refuses it. */
+const NO_PLANE = 'none';
 
 /** Seconds per file (repository-relative path) from the last recorded full run. */
 function knownDurations(): Record<string, number> {
@@ -145,9 +154,9 @@ function endGroup(pid: number | undefined, sig: NodeJS.Signals): void {
 
 const current = new Map<number, { file: string; since: number }>();
 
-function runFile(file: string, shard: number, descriptor: string, cp: ControlPlane, owner: string): Promise<FileResult> {
+function runFile(file: string, shard: number, descriptor: string, cp: ControlPlane | undefined, owner: string): Promise<FileResult> {
   const t0 = Date.now();
-  const plane0 = planeCpuTotal(cp);
+  const plane0 = cp ? planeCpuTotal(cp) : 0;
   const deadlineMs = fileDeadlineMs(file);
   const report = join(cpuDir, `${++cpuReports}.json`);
   return new Promise((resolve) => {
@@ -183,11 +192,11 @@ function runFile(file: string, shard: number, descriptor: string, cp: ControlPla
       child.stdout.destroy();
       child.stderr.destroy();
       const seconds = Math.round((Date.now() - t0) / 100) / 10;
-      const r: FileResult = { file, shard, code: timedOut ? 124 : (c ?? (sig ? 1 : 0)), seconds, cpu: fileCpu(report, leftovers), planeCpu: planeCpuTotal(cp) - plane0 };
+      const r: FileResult = { file, shard, code: timedOut ? 124 : (c ?? (sig ? 1 : 0)), seconds, cpu: fileCpu(report, leftovers), planeCpu: cp ? planeCpuTotal(cp) - plane0 : undefined };
       const verdict = timedOut ? `FAILED (no end within its deadline of ${Math.round(deadlineMs / 1000)} s; its process group was ended)` : r.code === 0 ? 'passed' : `FAILED (exit ${r.code})`;
       const text = Buffer.concat(out).toString('utf8');
       if (r.code !== 0) r.digest = failureDigest(text);
-      process.stdout.write(`\n── [plane ${shard + 1}] ${relative(REPO_ROOT, file)}: ${verdict} in ${r.seconds} s${r.cpu === undefined ? '' : ` (${r.cpu.toFixed(1)} CPU s, its plane ${r.planeCpu?.toFixed(1)} CPU s)`}\n${text}`);
+      process.stdout.write(`\n── [${laneName(shard)}] ${relative(REPO_ROOT, file)}: ${verdict} in ${r.seconds} s${r.cpu === undefined ? '' : ` (${r.cpu.toFixed(1)} CPU s${r.planeCpu === undefined ? '' : `, its plane ${r.planeCpu.toFixed(1)} CPU s`})`}\n${text}`);
       resolve(r);
     };
     child.on('close', finish);
@@ -251,7 +260,25 @@ function planeCpuTotal(cp: ControlPlane): number {
   return Object.values(planeCpu(cp)).reduce((a, v) => a + v, 0);
 }
 
+/** "plane N" for a lane with a shared plane, "lane N (no plane)" for one without. */
+function laneName(shard: number): string {
+  return shard < shardCount ? `plane ${shard + 1}` : `lane ${shard + 1} (no plane)`;
+}
+
+/** Runs a lane without a plane: its files one after another, each starting the planes it uses. */
+async function runLaneWithoutPlane(shard: number, list: string[]): Promise<ShardResult> {
+  const results: FileResult[] = [];
+  for (const f of list) {
+    if (interrupted) break;
+    results.push(await runFile(f, shard, NO_PLANE, undefined, newOwner()));
+  }
+  return { results, survivors: [] };
+}
+
 async function runShard(shard: number, list: string[]): Promise<ShardResult> {
+  if (shard >= shardCount) return runLaneWithoutPlane(shard, list);
+  // A shard left with no file (a run of only files that start their own planes) starts no plane.
+  if (!list.length) return { results: [], survivors: [] };
   let cp: ControlPlane;
   try {
     cp = await startPlane(shard);
@@ -300,15 +327,15 @@ async function runShard(shard: number, list: string[]): Promise<ShardResult> {
   return { results, survivors, logsDir: failed ? cp.info.logsDir : undefined, planeCpu: cpu };
 }
 
-const plan = planShards(files, shardCount, knownDurations(), (f) => relative(REPO_ROOT, f));
+const plan = planShards(files, shardCount, knownDurations(), (f) => relative(REPO_ROOT, f), { withoutPlane: lanesWithoutPlane, ownPlanes: startsOwnPlanes });
 const t0 = Date.now();
 const heartbeat = setInterval(() => {
   const now = Date.now();
-  const lines = [...current.entries()].sort(([a], [b]) => a - b).map(([i, c]) => `plane ${i + 1}: ${relative(REPO_ROOT, c.file)} for ${Math.round((now - c.since) / 1000)} s`);
+  const lines = [...current.entries()].sort(([a], [b]) => a - b).map(([i, c]) => `${laneName(i)}: ${relative(REPO_ROOT, c.file)} for ${Math.round((now - c.since) / 1000)} s`);
   console.error(`[testenv] ${Math.round((now - t0) / 1000)} s in; running: ${lines.join('; ') || 'nothing'}`);
 }, HEARTBEAT_MS);
 heartbeat.unref();
-console.error(`[testenv] ${files.length} files on ${plan.length} control plane(s): ${plan.map((s, i) => `plane ${i + 1}: ${s.length} files`).join(', ')}`);
+console.error(`[testenv] ${files.length} files on ${shardCount} control plane(s)${lanesWithoutPlane ? ` and ${lanesWithoutPlane} lane(s) without one` : ''}: ${plan.map((s, i) => `${laneName(i)}: ${s.length} files`).join(', ')}`);
 const shards = await Promise.all(plan.map((list, i) => runShard(i, list)));
 const all = shards.flatMap((s) => s.results);
 const wall = Math.round((Date.now() - t0) / 1000);
@@ -318,13 +345,13 @@ const ran = new Set(all.map((r) => r.file));
 const notRun = files.filter((f) => !ran.has(f));
 const failedFiles = all.filter((r) => r.code !== 0);
 if (failedFiles.length || notRun.length) code = code || 1;
-console.log(`\n[testenv] ${all.length - failedFiles.length}/${files.length} files passed in ${wall} s on ${plan.length} plane(s)`);
+console.log(`\n[testenv] ${all.length - failedFiles.length}/${files.length} files passed in ${wall} s on ${shardCount} plane(s)${lanesWithoutPlane ? ` and ${lanesWithoutPlane} lane(s) without one` : ''}`);
 for (const [i, s] of shards.entries()) {
   const comps = Object.entries(s.planeCpu ?? {});
   const planeTotal = comps.reduce((a, [, v]) => a + v, 0);
   const filesCpu = s.results.reduce((a, r) => a + (r.cpu ?? 0), 0);
   console.log(
-    `[testenv]   plane ${i + 1}: ${s.results.reduce((a, r) => a + r.seconds, 0).toFixed(0)} s over ${s.results.length} files, ${filesCpu.toFixed(0)} CPU s in the files` +
+    `[testenv]   ${laneName(i)}: ${s.results.reduce((a, r) => a + r.seconds, 0).toFixed(0)} s over ${s.results.length} files, ${filesCpu.toFixed(0)} CPU s in the files` +
       (comps.length ? `; the plane itself ${planeTotal.toFixed(0)} CPU s (${comps.map(([n, v]) => `${n} ${v.toFixed(0)}`).join(', ')})` : ''),
   );
 }
@@ -344,7 +371,7 @@ rmSync(cpuDir, { recursive: true, force: true });
 for (const r of failedFiles) {
   if (r.digest) console.log(`\n[testenv] why ${relative(REPO_ROOT, r.file)} failed (repeated from its output):\n${r.digest}`);
 }
-for (const r of failedFiles) console.log(`[testenv]   FAILED: ${relative(REPO_ROOT, r.file)} (plane ${r.shard + 1})`);
+for (const r of failedFiles) console.log(`[testenv]   FAILED: ${relative(REPO_ROOT, r.file)} (${laneName(r.shard)})`);
 for (const f of notRun) console.log(`[testenv]   not run: ${relative(REPO_ROOT, f)}`);
 
 const survivors = shards.flatMap((s) => s.survivors);

@@ -29,6 +29,9 @@ let privatePlane: Promise<ControlPlane> | undefined;
 export function testEnv(): Promise<ControlPlaneInfo> {
   if (!shared) {
     const file = process.env.MC_TESTENV;
+    // The e2e runner's lane without a plane (test/e2e/env/shards.ts OWN_PLANE_FILES): a file there starts
+    // every plane it uses.
+    if (file === 'none') throw new Error('this e2e file runs without the shared control plane (it is listed in test/e2e/env/shards.ts OWN_PLANE_FILES) but asked for it');
     if (file) {
       shared = Promise.resolve(JSON.parse(readFileSync(file, 'utf8')) as ControlPlaneInfo);
     } else {
