@@ -12,6 +12,7 @@
 //    watch and, for `--fault-seconds`, answers any watch or list at such a version "too large"; a task
 //    created meanwhile shows how long the controller was blind, and the requests sent meanwhile how hard it
 //    hammered the API server.
+// Each scenario starts its own control plane; a --quick run starts one for all of them.
 // Writes bench/results/cluster-<scenario>.json.
 //
 //   node bench/cluster.ts [--only crds,apf429,toolarge] [--crds 500] [--repeats 3] [--tasks 40] [--server-qps 20]
@@ -21,7 +22,7 @@ import { GVRs } from '../src/runtime/gvr.ts';
 import type { KubeObject } from '../src/runtime/kube.ts';
 import { writeKubeconfig } from '../test/e2e/env/index.ts';
 import { NO_FAULTS, TOO_LARGE_RESOURCE_VERSION, startFaultProxy, type FaultProxy } from '../test/e2e/chaos/faultproxy.ts';
-import { isMain, log, median, metricSum, mib, outcome, parseFlags, pool, revOf, round, spawnController, startEnv, taskObject, until, writeResult, type BenchEnv } from './lib.ts';
+import { isMain, log, median, metricSum, mib, outcome, parseFlags, pool, revOf, round, spawnController, startEnv, taskObject, until, writeResult, type BenchEnv, type EnvOptions } from './lib.ts';
 
 const DEFAULT_BASELINE = 'f63458f';
 
@@ -85,8 +86,15 @@ async function startups(env: BenchEnv, side: Side, repeats: number): Promise<{ r
   };
 }
 
-export async function benchCRDs(o: { crds: number; repeats: number; sides: Side[] }): Promise<Record<string, unknown>> {
-  const env = await startEnv({ sim: false, auditLog: false });
+/** The env `shared` (a plane the caller stops), else one started for the scenario (stopped at its end). */
+async function scenarioEnv(shared: BenchEnv | undefined, o: EnvOptions): Promise<{ env: BenchEnv; stop: () => Promise<void> }> {
+  if (shared) return { env: shared, stop: async () => undefined };
+  const env = await startEnv(o);
+  return { env, stop: () => env.stop() };
+}
+
+export async function benchCRDs(o: { crds: number; repeats: number; sides: Side[]; env?: BenchEnv }): Promise<Record<string, unknown>> {
+  const { env, stop } = await scenarioEnv(o.env, { sim: false, auditLog: false });
   try {
     const without: Record<string, unknown> = {};
     for (const side of o.sides) without[side.name] = await startups(env, side, 1);
@@ -108,7 +116,7 @@ export async function benchCRDs(o: { crds: number; repeats: number; sides: Side[
     for (const side of o.sides) withCRDs[side.name] = await startups(env, side, o.repeats);
     return { crds: o.crds, crdJSONMiB: mib(bytes), withoutCRDs: without, withCRDs };
   } finally {
-    await env.stop();
+    await stop();
   }
 }
 
@@ -135,9 +143,9 @@ async function waitTasks(env: BenchEnv, keys: Array<[string, string]>, timeoutMs
 
 // ---------------------------------------------------------------- 429 under load
 
-export async function benchAPF(o: { tasks: number; serverQPS: number; sides: Side[] }): Promise<Record<string, unknown>> {
+export async function benchAPF(o: { tasks: number; serverQPS: number; sides: Side[]; env?: BenchEnv }): Promise<Record<string, unknown>> {
   const namespaces = 4;
-  const env = await startEnv({ oneDiskVMs: o.tasks * o.sides.length, auditLog: false, pvSyncPeriod: '1s' });
+  const { env, stop } = await scenarioEnv(o.env, { oneDiskVMs: o.tasks * o.sides.length, auditLog: false, pvSyncPeriod: '1s' });
   const out: Record<string, unknown> = {};
   try {
     for (const side of o.sides) {
@@ -184,14 +192,14 @@ export async function benchAPF(o: { tasks: number; serverQPS: number; sides: Sid
     }
     return { serverQPS: o.serverQPS, ...out };
   } finally {
-    await env.stop();
+    await stop();
   }
 }
 
 // ---------------------------------------------------------------- too large resource version
 
-export async function benchTooLarge(o: { faultSeconds: number; sides: Side[] }): Promise<Record<string, unknown>> {
-  const env = await startEnv({ oneDiskVMs: 2 * o.sides.length, auditLog: false, pvSyncPeriod: '1s' });
+export async function benchTooLarge(o: { faultSeconds: number; sides: Side[]; env?: BenchEnv }): Promise<Record<string, unknown>> {
+  const { env, stop } = await scenarioEnv(o.env, { oneDiskVMs: 2 * o.sides.length, auditLog: false, pvSyncPeriod: '1s' });
   const out: Record<string, unknown> = {};
   try {
     for (const side of o.sides) {
@@ -245,7 +253,7 @@ export async function benchTooLarge(o: { faultSeconds: number; sides: Side[] }):
     }
     return { faultSeconds: o.faultSeconds, ...out };
   } finally {
-    await env.stop();
+    await stop();
   }
 }
 
@@ -258,24 +266,36 @@ if (isMain(import.meta)) {
   const print = (name: string, f: Record<string, unknown>): void => {
     console.log(`\n== ${name} (baseline ${revOf(baseline)})\n${JSON.stringify(f, null, 2)}`);
   };
-  if (only.includes('crds')) {
-    const crds = Number(flags.get('crds') ?? (quick ? 50 : 500));
-    const repeats = Number(flags.get('repeats') ?? (quick ? 1 : 3));
-    const f = await benchCRDs({ crds, repeats, sides });
-    print('crds', f);
-    console.log(`  → ${writeResult('cluster-crds', { crds, repeats, baseline, quick }, f)}`);
-  }
-  if (only.includes('apf429')) {
-    const tasks = Number(flags.get('tasks') ?? (quick ? 8 : 40));
-    const serverQPS = Number(flags.get('server-qps') ?? 20);
-    const f = await benchAPF({ tasks, serverQPS, sides });
-    print('apf429', f);
-    console.log(`  → ${writeResult('cluster-apf429', { tasks, serverQPS, baseline, quick }, f)}`);
-  }
-  if (only.includes('toolarge')) {
-    const faultSeconds = Number(flags.get('fault-seconds') ?? (quick ? 10 : 60));
-    const f = await benchTooLarge({ faultSeconds, sides });
-    print('toolarge', f);
-    console.log(`  → ${writeResult('cluster-toolarge', { faultSeconds, baseline, quick }, f)}`);
+  const tasks = Number(flags.get('tasks') ?? (quick ? 8 : 40));
+  // A quick run (the smoke run) puts every chosen scenario on one control plane, each in its own
+  // namespaces: a plane costs ~9 CPU s to start and stop, and a quick run's figures are not compared. A
+  // measured run keeps one plane per scenario, so that no scenario's figures carry another's leftovers (the
+  // CRDs installed, the tasks imported, a simulator the crds scenario does not need).
+  const shared = quick && only.filter((s) => ['crds', 'apf429', 'toolarge'].includes(s)).length > 1
+    ? await startEnv({ oneDiskVMs: (tasks + 2) * sides.length, auditLog: false, pvSyncPeriod: '1s' })
+    : undefined;
+  if (shared) log('cluster: --quick: every scenario on this one control plane');
+  try {
+    if (only.includes('crds')) {
+      const crds = Number(flags.get('crds') ?? (quick ? 50 : 500));
+      const repeats = Number(flags.get('repeats') ?? (quick ? 1 : 3));
+      const f = await benchCRDs({ crds, repeats, sides, env: shared });
+      print('crds', f);
+      console.log(`  → ${writeResult('cluster-crds', { crds, repeats, baseline, quick, sharedPlane: !!shared }, f)}`);
+    }
+    if (only.includes('apf429')) {
+      const serverQPS = Number(flags.get('server-qps') ?? 20);
+      const f = await benchAPF({ tasks, serverQPS, sides, env: shared });
+      print('apf429', f);
+      console.log(`  → ${writeResult('cluster-apf429', { tasks, serverQPS, baseline, quick, sharedPlane: !!shared }, f)}`);
+    }
+    if (only.includes('toolarge')) {
+      const faultSeconds = Number(flags.get('fault-seconds') ?? (quick ? 10 : 60));
+      const f = await benchTooLarge({ faultSeconds, sides, env: shared });
+      print('toolarge', f);
+      console.log(`  → ${writeResult('cluster-toolarge', { faultSeconds, baseline, quick, sharedPlane: !!shared }, f)}`);
+    }
+  } finally {
+    await shared?.stop();
   }
 }
