@@ -21,7 +21,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { testEnv, adminKubeConfig, freshNamespace, installOurCRDs, stopTestEnv } from '../test/e2e/env/index.ts';
+import { testEnv, adminKubeConfig, deleteOwnedNamespaces, freshNamespace, installOurCRDs, stopTestEnv } from '../test/e2e/env/index.ts';
 import { KubeClient, type KubeObject } from '../src/runtime/kube.ts';
 import { GVRs } from '../src/runtime/gvr.ts';
 import { PATHS } from '../src/webhook/config.ts';
@@ -287,6 +287,9 @@ console.log(`wrote ${file}`);
 loader.postMessage({ type: 'stop' });
 for (const t of targets) await t.stop();
 await client.delete(GVRs.StorageClass, undefined, className).catch(() => undefined);
+// On a shared plane (MC_TESTENV: the benchmark smoke test hands on its own) its namespace goes with it, as
+// an e2e file's does; its source carries no finalizer (no controller runs here), so it goes at once.
+await deleteOwnedNamespaces(client, { waitMs: 30_000 });
 client.close();
 // The private control plane (no MC_TESTENV) is stopped here rather than left to `beforeExit`; with
 // nothing else pending the process then ends by itself.

@@ -1,7 +1,8 @@
 // The benchmark smoke run, shared by the files that split it (bench-smoke-*.test.ts): the chosen
 // benchmarks in their smallest form, run as `npm run bench -- --quick --only <names> --parallel 2` runs
 // them (bench/run.ts, one process per benchmark, each on its own private control plane: audit log on, PV
-// binder at 1 s, with the simulator; two at a time, the webhook's alone after them), so none can rot
+// binder at 1 s, with the simulator — but the webhook's, which runs on the file's own plane when the e2e
+// runner gave it one; two at a time, the webhook's alone after them), so none can rot
 // and none can hang. Timings are printed by the benchmarks, never asserted here; what is asserted is what
 // must hold at any size: every benchmark process ends by itself and leaves no control plane behind,
 // imports succeed, no reconcile errors, an idle controller makes no requests, the counts add up. Figures
@@ -14,7 +15,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from './env/index.ts';
+import { REPO_ROOT, adminKubeConfig } from './env/index.ts';
+import { KubeClient, type KubeObject } from '../../src/runtime/kube.ts';
+import { GVRs } from '../../src/runtime/gvr.ts';
 import { CONTROLPLANE_RECORD_ENV } from './env/controlplane.ts';
 import { alive } from './fixtures.ts';
 
@@ -25,6 +28,18 @@ const RUN_DEADLINE_MS = 25 * 60_000;
 
 /** Benchmarks that start no control plane (pure CPU). */
 const PLANELESS = new Set(['cache-index', 'campaign']);
+/** Benchmarks that run on the file's own plane when it has one (MC_TESTENV), else start a private one. */
+const ON_FILE_PLANE = new Set(['webhook']);
+
+/** The namespaces the webhook's benchmark makes (freshNamespace('bench-wh') in bench/webhook.ts) on the file's plane. */
+async function webhookNamespaces(): Promise<KubeObject[]> {
+  const c = new KubeClient(await adminKubeConfig());
+  try {
+    return (await c.listAll(GVRs.Namespace, undefined, { labelSelector: 'e2e=true' })).items.filter((n) => n.metadata?.name?.startsWith('bench-wh-'));
+  } finally {
+    c.close();
+  }
+}
 
 export interface BenchSmoke {
   /** The `figures` of `<name>.quick.json` the run wrote. */
@@ -54,7 +69,11 @@ export function benchSmoke(names: string[], extraFlags: string[] = []): BenchSmo
       cwd: REPO_ROOT,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, MC_TESTENV: '', BENCH_RESULTS_DIR: resultsDir, [CONTROLPLANE_RECORD_ENV]: recordFile },
+      // The file's own plane (MC_TESTENV, when the e2e runner runs it) goes on to the benchmarks: the webhook's
+      // (the only one that connects through testEnv; the others start a private plane in bench/lib.ts) runs
+      // on it instead of starting one (~9 CPU s). The runner gives the plane to one file at a time, and the
+      // webhook's benchmark deletes its namespace and StorageClass as it ends.
+      env: { ...process.env, MC_TESTENV: process.env.MC_TESTENV ?? '', BENCH_RESULTS_DIR: resultsDir, [CONTROLPLANE_RECORD_ENV]: recordFile },
     });
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
@@ -86,8 +105,17 @@ export function benchSmoke(names: string[], extraFlags: string[] = []): BenchSmo
     // slow but healthy run short on a loaded machine, before the deadline could say which benchmark hung).
   }, { timeout: RUN_DEADLINE_MS + 60_000 });
 
-  after(() => {
+  after(async () => {
     rmSync(work, { recursive: true, force: true });
+    // Whatever a benchmark that failed midway left on the file's plane goes, so no later file meets it.
+    if (process.env.MC_TESTENV && names.some((n) => ON_FILE_PLANE.has(n))) {
+      const c = new KubeClient(await adminKubeConfig());
+      try {
+        for (const n of await webhookNamespaces()) await c.delete(GVRs.Namespace, undefined, n.metadata!.name!);
+      } finally {
+        c.close();
+      }
+    }
   });
 
   /** Each benchmark's verdict line and the first error line it printed, then the run's last lines. */
@@ -103,7 +131,7 @@ export function benchSmoke(names: string[], extraFlags: string[] = []): BenchSmo
     assert.equal(run.code, 0, summary());
     const ran = run.output.split('\n').filter((l) => /^#### \S+: done/.test(l)).map((l) => /^#### (\S+):/.exec(l)![1]!);
     assert.deepEqual(ran.sort(), [...names].sort(), `each benchmark ran: ${summary()}`);
-    const withPlane = names.filter((n) => !PLANELESS.has(n));
+    const withPlane = names.filter((n) => !PLANELESS.has(n) && !(process.env.MC_TESTENV && ON_FILE_PLANE.has(n)));
     if (!withPlane.length) return;
     const started = readFileSync(recordFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { dir: string; component: string; pid: number });
     const planes = new Set(started.map((s) => s.dir));
@@ -112,6 +140,13 @@ export function benchSmoke(names: string[], extraFlags: string[] = []): BenchSmo
     for (const s of started) assert.equal(alive(s.pid), false, `${s.component} (pid ${s.pid}) of ${s.dir} outlived its benchmark`);
     for (const d of planes) assert.equal(existsSync(d), false, `the control plane's folder ${d} was left behind`);
   });
+
+  if (process.env.MC_TESTENV && names.some((n) => ON_FILE_PLANE.has(n))) {
+    test('a benchmark run on the file\'s own plane deletes what it made there', async () => {
+      const left = (await webhookNamespaces()).filter((n) => !n.metadata?.deletionTimestamp).map((n) => n.metadata!.name!);
+      assert.deepEqual(left, [], 'the webhook benchmark deleted its namespace');
+    });
+  }
 
   const result = <T>(name: string): T => {
     const path = join(resultsDir, `${name}.quick.json`);
