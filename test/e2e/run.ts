@@ -1,16 +1,16 @@
 // `npm run test:e2e`: the e2e files on three control planes side by side (shards), each file in its own
-// `node --test` process connected to its shard's plane through MC_TESTENV, and beside them one lane without
-// a plane, for the files that start every plane they use (test/e2e/env/shards.ts OWN_PLANE_FILES; they may
-// also run on a shard). Files are dealt by their measured durations (test/e2e/durations.json; longest first
-// onto the least loaded lane they may run in), one file at a time per lane — a file never shares its plane
-// with another file running. Each file's output is printed whole when it ends, so lanes never interleave
-// lines. Planes are stopped on success, failure and interrupt, and the run fails if any component process
-// outlived it.
+// `node --test` process connected to its shard's plane through MC_TESTENV, and beside them a fourth lane
+// that starts without a plane: it runs the files that start every plane they use (test/e2e/env/shards.ts
+// OWN_PLANE_FILES), and once none of those is left, starts a plane and takes files that need one. Each
+// lane takes the longest file left that it may run as soon as it is free (test/e2e/durations.json holds
+// the measured durations), one file at a time per lane — a file never shares its plane with another file
+// running. Each file's output is printed whole when it ends, so lanes never interleave lines. Planes are
+// stopped on success, failure and interrupt, and the run fails if any component process outlived it.
 //
-//   node test/e2e/run.ts                        # every file, 3 shards and the lane without a plane
-//   node test/e2e/run.ts a.test.ts b.test.ts    # these files, 1 shard (one control plane; none when every
-//                                               # file starts its own) and the lane without a plane
-//   node test/e2e/run.ts --shards 1             # every file needing a plane on one plane, one after another
+//   node test/e2e/run.ts                        # every file: 3 shards and the fourth lane
+//   node test/e2e/run.ts a.test.ts b.test.ts    # these files: 1 shard, and the fourth lane when one of
+//                                               # them starts its own planes
+//   node test/e2e/run.ts --shards 1             # every file on one plane and the fourth lane
 //   node test/e2e/run.ts --write-durations      # also record this run's per-file durations
 // MC_E2E_SHARDS sets the default number of shards. A file that does not end within its deadline fails the
 // run with its output so far (see FILE_DEADLINE).
@@ -27,7 +27,7 @@ import { ControlPlane } from './env/controlplane.ts';
 import { REPO_ROOT, deleteOwnedNamespaces, installOurCRDs, kubeConfigFor } from './env/index.ts';
 import { newOwner } from '../sim/scope.ts';
 import { alive, installStandInCRDs } from './fixtures.ts';
-import { planShards, startsOwnPlanes } from './env/shards.ts';
+import { FileQueue, startsOwnPlanes } from './env/shards.ts';
 import { groupCpu, procCpu } from './env/cpu.ts';
 
 function findTests(dir: string): string[] {
@@ -74,12 +74,12 @@ const found = findTests(join(REPO_ROOT, 'test/e2e'));
 const files = filter.length ? filter : found;
 // Four files side by side by default: most of a file's time is spent waiting (on the simulated engine's
 // timings and kube-controller-manager's periodic passes), not computing, so four files side by side on two
-// cores finish in about half the time two did. Three of them on shared planes, and one lane without a
-// plane for the files that start their own (OWN_PLANE_FILES): a plane costs ~9 CPU s to start and stop,
-// ~0.05 CPU s a second while it sits idle, and ~400 MiB of memory.
+// cores finish in about half the time two did. Three of them on shared planes, and a fourth lane that
+// starts without one for the files that start their own (OWN_PLANE_FILES): a plane costs ~9 CPU s to start
+// and stop, ~0.05 CPU s a second while it sits idle, and ~400 MiB of memory.
 const DEFAULT_SHARDS = 3;
 const shardCount = Math.max(1, Math.min(files.length, Number(flagValue('shards') ?? process.env.MC_E2E_SHARDS ?? (filter.length ? 1 : DEFAULT_SHARDS))));
-// One lane without a plane whenever the run has a file that starts its own planes.
+// The fourth lane whenever the run has a file that starts its own planes.
 const lanesWithoutPlane = files.some(startsOwnPlanes) ? 1 : 0;
 /** The descriptor a file in a lane without a plane gets: env/index.ts testEnv() refuses it. */
 const NO_PLANE = 'none';
@@ -260,74 +260,95 @@ function planeCpuTotal(cp: ControlPlane): number {
   return Object.values(planeCpu(cp)).reduce((a, v) => a + v, 0);
 }
 
-/** "plane N" for a lane with a shared plane, "lane N (no plane)" for one without. */
+/** "plane N" for a shard, "lane N" for a lane that starts without a plane. */
 function laneName(shard: number): string {
-  return shard < shardCount ? `plane ${shard + 1}` : `lane ${shard + 1} (no plane)`;
+  return shard < shardCount ? `plane ${shard + 1}` : `lane ${shard + 1}`;
 }
 
-/** Runs a lane without a plane: its files one after another, each starting the planes it uses. */
-async function runLaneWithoutPlane(shard: number, list: string[]): Promise<ShardResult> {
-  const results: FileResult[] = [];
-  for (const f of list) {
-    if (interrupted) break;
-    results.push(await runFile(f, shard, NO_PLANE, undefined, newOwner()));
-  }
-  return { results, survivors: [] };
+/** The shared plane of a lane and what its files need of it. */
+interface LanePlane {
+  cp: ControlPlane;
+  descriptor: string;
+  admin: KubeClient;
 }
 
-async function runShard(shard: number, list: string[]): Promise<ShardResult> {
-  if (shard >= shardCount) return runLaneWithoutPlane(shard, list);
-  // A shard left with no file (a run of only files that start their own planes) starts no plane.
-  if (!list.length) return { results: [], survivors: [] };
+/** Starts a lane's plane with every CRD a file uses; undefined (and reported) when it cannot start. */
+async function lanePlane(shard: number): Promise<LanePlane | undefined> {
   let cp: ControlPlane;
   try {
     cp = await startPlane(shard);
   } catch (e) {
-    // Its files are reported as not run, and the run fails.
-    console.error(`[testenv] plane ${shard + 1} did not start: ${(e as Error).message}`);
-    return { results: [], survivors: [] };
+    // The lane's files are left to the others; what no lane runs is reported as not run and fails the run.
+    console.error(`[testenv] ${laneName(shard)}: its plane did not start: ${(e as Error).message}`);
+    return undefined;
   }
   const descriptor = join(cp.info.dir, 'testenv.json');
   writeFileSync(descriptor, JSON.stringify(cp.info, null, 2));
-  const results: FileResult[] = [];
-  let failed = false;
-  let cpu: Record<string, number> | undefined;
+  // Every CRD a file uses, installed once before the first file: kube-controller-manager's garbage
+  // collector learns of a new kind only at its discovery resync (~30 s), so a kind installed by a file
+  // made that file's first Orphan/Background deletion of it wait up to 30 s. Files still install what
+  // they need (idempotent), so each also runs on its own.
+  const kc = kubeConfigFor(cp.info.admin.kubeconfigPath);
+  const admin = new KubeClient(kc);
   try {
-    // Every CRD a file uses, installed once before the first file: kube-controller-manager's garbage
-    // collector learns of a new kind only at its discovery resync (~30 s), so a kind installed by a file
-    // made that file's first Orphan/Background deletion of it wait up to 30 s. Files still install what
-    // they need (idempotent), so each also runs on its own.
-    const kc = kubeConfigFor(cp.info.admin.kubeconfigPath);
     await installOurCRDs(kc);
-    const admin = new KubeClient(kc);
-    try {
-      await installStandInCRDs(admin);
-      for (const f of list) {
-        if (interrupted) break;
-        const owner = newOwner();
-        const r = await runFile(f, shard, descriptor, cp, owner);
-        results.push(r);
-        if (r.code !== 0) failed = true;
-        // What the file left in its namespaces goes with it (a file's own fixtures delete them while its
-        // controller runs; this is for the files that do not, or that ended early): the next file's
-        // controller would otherwise reconcile every earlier file's sources and tasks.
-        await deleteOwnedNamespaces(admin, { owner, release: true }).catch((e: unknown) => console.error(`[testenv] plane ${shard + 1}: deleting ${relative(REPO_ROOT, f)}'s namespaces: ${(e as Error).message}`));
-      }
-    } finally {
-      admin.close();
-    }
+    await installStandInCRDs(admin);
   } catch (e) {
-    failed = true;
-    console.error(`[testenv] plane ${shard + 1}: ${(e as Error).message}`);
-  } finally {
-    cpu = planeCpu(cp);
-    await cp.stop({ keepDir: failed || interrupted });
+    console.error(`[testenv] ${laneName(shard)}: ${(e as Error).message}`);
+    admin.close();
+    await cp.stop({ keepDir: true });
+    return undefined;
   }
-  const survivors = Object.entries(cp.info.pids).filter(([, pid]) => alive(pid)).map(([n, p]) => `${n}(${p})`);
-  return { results, survivors, logsDir: failed ? cp.info.logsDir : undefined, planeCpu: cpu };
+  return { cp, descriptor, admin };
 }
 
-const plan = planShards(files, shardCount, knownDurations(), (f) => relative(REPO_ROOT, f), { withoutPlane: lanesWithoutPlane, ownPlanes: startsOwnPlanes });
+/**
+ * Runs one lane: files from the queue one after another until none is left that it may run. A shard
+ * starts its plane first; the lane without a plane runs files that start their own, and once none of
+ * those is left but files needing a plane are, it starts a plane and takes them too.
+ */
+async function runShard(shard: number): Promise<ShardResult> {
+  const results: FileResult[] = [];
+  let plane: LanePlane | undefined;
+  let failed = false;
+  let planeFailed = false;
+  try {
+    if (shard < shardCount && queue.size) {
+      plane = await lanePlane(shard);
+      if (!plane) return { results, survivors: [] };
+    }
+    while (!interrupted) {
+      let f = queue.next(shard, !!plane);
+      if (!f && !plane && queue.needsPlane) {
+        plane = await lanePlane(shard);
+        if (!plane) break;
+        f = queue.next(shard, true);
+      }
+      if (!f) break;
+      const owner = newOwner();
+      const r = await runFile(f, shard, plane?.descriptor ?? NO_PLANE, plane?.cp, owner);
+      results.push(r);
+      if (r.code !== 0) failed = true;
+      // What the file left in its namespaces goes with it (a file's own fixtures delete them while its
+      // controller runs; this is for the files that do not, or that ended early): the next file's
+      // controller would otherwise reconcile every earlier file's sources and tasks.
+      if (plane) await deleteOwnedNamespaces(plane.admin, { owner, release: true }).catch((e: unknown) => console.error(`[testenv] ${laneName(shard)}: deleting ${relative(REPO_ROOT, f!)}'s namespaces: ${(e as Error).message}`));
+    }
+  } catch (e) {
+    planeFailed = true;
+    console.error(`[testenv] ${laneName(shard)}: ${(e as Error).message}`);
+  }
+  if (!plane) return { results, survivors: [] };
+  plane.admin.close();
+  const cpu = planeCpu(plane.cp);
+  const keep = failed || planeFailed || interrupted;
+  await plane.cp.stop({ keepDir: keep });
+  const survivors = Object.entries(plane.cp.info.pids).filter(([, pid]) => alive(pid)).map(([n, p]) => `${n}(${p})`);
+  return { results, survivors, logsDir: keep ? plane.cp.info.logsDir : undefined, planeCpu: cpu };
+}
+
+const queue = new FileQueue(files, knownDurations(), (f) => relative(REPO_ROOT, f), startsOwnPlanes);
+const laneCount = shardCount + lanesWithoutPlane;
 const t0 = Date.now();
 const heartbeat = setInterval(() => {
   const now = Date.now();
@@ -335,8 +356,8 @@ const heartbeat = setInterval(() => {
   console.error(`[testenv] ${Math.round((now - t0) / 1000)} s in; running: ${lines.join('; ') || 'nothing'}`);
 }, HEARTBEAT_MS);
 heartbeat.unref();
-console.error(`[testenv] ${files.length} files on ${shardCount} control plane(s)${lanesWithoutPlane ? ` and ${lanesWithoutPlane} lane(s) without one` : ''}: ${plan.map((s, i) => `${laneName(i)}: ${s.length} files`).join(', ')}`);
-const shards = await Promise.all(plan.map((list, i) => runShard(i, list)));
+console.error(`[testenv] ${files.length} files on ${shardCount} control plane(s)${lanesWithoutPlane ? ` and ${lanesWithoutPlane} lane(s) without one, which starts a plane when only files needing one are left` : ''}`);
+const shards = await Promise.all(Array.from({ length: laneCount }, (_, i) => runShard(i)));
 const all = shards.flatMap((s) => s.results);
 const wall = Math.round((Date.now() - t0) / 1000);
 

@@ -1,4 +1,4 @@
-// How `npm run test:e2e` deals the e2e files to its control planes (test/e2e/run.ts). Pure.
+// How `npm run test:e2e` hands the e2e files to its lanes (test/e2e/run.ts). Pure.
 
 // The files that remove Forklift's CRDs and install them again ("absent or late Forklift") run first,
 // together on the first plane: the garbage collector learns of the reinstalled kinds only at its next
@@ -31,43 +31,44 @@ export const OWN_PLANE_FILES = [
 export const startsOwnPlanes = (f: string): boolean => OWN_PLANE_FILES.some((n) => f === n || f.endsWith(`/${n}`));
 
 /**
- * Deals `files` to `n` shards with a control plane each and then `withoutPlane` lanes without one: the
- * Forklift reinstallers first on shard 0 (in the given order), then the rest longest first, each onto the
- * least loaded lane it may run in (longest-processing-time-first; on a tie, a file that starts its own
- * planes takes a lane without a plane). A file that needs the shared plane
- * goes to a shard; a file that starts its own planes (`ownPlanes`) to any lane. The result holds the `n`
- * shards first, then the lanes without a plane. `seconds` is keyed by `key(file)`; a file never measured
- * counts as the median of those that were.
+ * The files still to run, handed to lanes as they free up (a plan dealt in advance ran short: the lane
+ * without a plane finished its files at 690 s of a 1,290 s run and then sat empty). Lane 0 takes the Forklift
+ * reinstallers first. After them, a lane with a plane takes the longest file that needs one, else the
+ * longest that starts its own planes; a lane without a plane takes the longest that starts its own, else
+ * nothing, and must then get a plane to take the rest. `seconds` is keyed by `key(file)`; a file never
+ * measured counts as the median of those that were.
  */
-export function planShards(
-  files: string[],
-  n: number,
-  seconds: Record<string, number>,
-  key: (f: string) => string = (f) => f,
-  o: { withoutPlane?: number; ownPlanes?: (f: string) => boolean } = {},
-): string[][] {
-  const known = Object.values(seconds).sort((a, b) => a - b);
-  // Without any measurement every file weighs the same.
-  const median = known.length ? known[Math.floor(known.length / 2)]! : 1;
-  const cost = (f: string): number => seconds[key(f)] ?? median;
-  const planes = Math.max(1, n);
-  const shards: string[][] = Array.from({ length: planes + Math.max(0, o.withoutPlane ?? 0) }, () => []);
-  const load = shards.map(() => 0);
-  const ownPlanes = o.ownPlanes ?? ((): boolean => false);
-  for (const f of files.filter(reinstallsForklift)) {
-    shards[0]!.push(f);
-    load[0]! += cost(f);
+export class FileQueue {
+  private readonly first: string[];
+  private readonly rest: string[];
+  private readonly ownPlanes: (f: string) => boolean;
+
+  constructor(files: string[], seconds: Record<string, number>, key: (f: string) => string = (f) => f, ownPlanes: (f: string) => boolean = () => false) {
+    const known = Object.values(seconds).sort((a, b) => a - b);
+    const median = known.length ? known[Math.floor(known.length / 2)]! : 1;
+    const cost = (f: string): number => seconds[key(f)] ?? median;
+    this.first = files.filter(reinstallsForklift);
+    this.rest = files.filter((f) => !reinstallsForklift(f)).sort((a, b) => cost(b) - cost(a) || a.localeCompare(b));
+    this.ownPlanes = ownPlanes;
   }
-  const rest = files.filter((f) => !reinstallsForklift(f)).sort((a, b) => cost(b) - cost(a) || a.localeCompare(b));
-  for (const f of rest) {
-    // A file that starts its own planes looks from the last lane back, so that on a tie it takes a lane
-    // without a plane and leaves the planes to the files that need them.
-    const own = ownPlanes(f);
-    const order = own ? [...load.keys()].reverse() : [...Array(planes).keys()];
-    let i = order[0]!;
-    for (const j of order) if (load[j]! < load[i]!) i = j;
-    shards[i]!.push(f);
-    load[i]! += cost(f);
+
+  /** The next file for `lane`, or undefined when none is left that it may run. */
+  next(lane: number, hasPlane: boolean): string | undefined {
+    if (lane === 0 && hasPlane && this.first.length) return this.first.shift();
+    const take = (want: (f: string) => boolean): string | undefined => {
+      const i = this.rest.findIndex(want);
+      return i < 0 ? undefined : this.rest.splice(i, 1)[0];
+    };
+    if (!hasPlane) return take(this.ownPlanes);
+    return take((f) => !this.ownPlanes(f)) ?? take(this.ownPlanes);
   }
-  return shards;
+
+  /** True while a file is left that needs a plane (a lane without one would have to start one). */
+  get needsPlane(): boolean {
+    return this.first.length > 0 || this.rest.some((f) => !this.ownPlanes(f));
+  }
+
+  get size(): number {
+    return this.first.length + this.rest.length;
+  }
 }
