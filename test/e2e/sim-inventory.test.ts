@@ -6,7 +6,8 @@ import https from 'node:https';
 import { freshNamespace, waitFor } from './env/index.ts';
 import { bootSim, type BootedSim } from './fixtures.ts';
 import { type Sim, INVENTORY_SECRET, vcenter } from '../sim/index.ts';
-import type { Rest} from '../sim/testing.ts';
+import type { Rest } from '../sim/testing.ts';
+import type { Obj, Res } from '../sim/rest.ts';
 import { R, condition, forkliftSetup } from '../sim/testing.ts';
 
 const URL_I = 'https://vcenter-inv.example.com/sdk';
@@ -36,11 +37,12 @@ describe('simulated Forklift inventory', () => {
   let token: string;
   let base: string;
   let booted: BootedSim;
+  let ns: string;
   before(async () => {
     booted = await bootSim({ worlds: [world], storageClasses: [{ name: 'sim-inv' }] });
     ({ sim, rest } = booted);
     token = booted.env.admin.token;
-    const ns = await freshNamespace('sim-inv');
+    ns = await freshNamespace('sim-inv');
     const { source } = await forkliftSetup(rest, ns, world, { storageClass: 'sim-inv' });
     await waitFor('Provider Ready', async () => condition(await rest.get(R.Provider, ns, 'vsphere'), 'Ready'));
     base = `${sim.inventory.url}/providers/vsphere/${source.metadata.uid}`;
@@ -63,6 +65,32 @@ describe('simulated Forklift inventory', () => {
     const tenant = booted.env.tenants[0]!;
     assert.equal((await get(`${base}/vms`, { ca: sim.inventory.caPEM, token: tenant.token })).status, 403);
     assert.equal((await get(`${sim.inventory.url}/providers/vsphere/00000000-0000-0000-0000-000000000000/vms`, { ca: sim.inventory.caPEM })).status, 404);
+  });
+
+  test('a token let through for a Provider stays let through for 10 s, its RBAC revoked meanwhile; another token is reviewed', async () => {
+    // Auth.Permit's cache (forklift v2.11.5 and v2.12.5 pkg/controller/provider/web/base/auth.go, TTL 10 s).
+    const [granted, other] = booted.env.tenants;
+    const Role: Res = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'roles', kind: 'Role', namespaced: true };
+    const Binding: Res = { ...Role, plural: 'rolebindings', kind: 'RoleBinding' };
+    await rest.create(Role, { apiVersion: 'rbac.authorization.k8s.io/v1', metadata: { name: 'read-providers', namespace: ns }, rules: [{ apiGroups: ['forklift.konveyor.io'], resources: ['providers'], verbs: ['get'] }] } as Obj);
+    const binding = { apiVersion: 'rbac.authorization.k8s.io/v1', metadata: { name: 'read-providers', namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read-providers' } } as Obj;
+    await rest.create(Binding, { ...binding, subjects: [{ kind: 'User', name: granted!.name, apiGroup: 'rbac.authorization.k8s.io' }] });
+    // RBAC's authorizer reads from the API server's cache: the grant is seen once the SAR allows it.
+    await waitFor('the granted tenant let through', async () => (await get(`${base}/vms`, { ca: sim.inventory.caPEM, token: granted!.token })).status === 200);
+    await rest.del(Binding, ns, 'read-providers');
+    // Revoked as far as RBAC is concerned: a review of the tenant's own now refuses.
+    const provider = (await rest.list(R.Provider, ns)).items[0]!;
+    await waitFor('RBAC refusing the revoked tenant', async () => {
+      const review = await rest.post(R.SubjectAccessReview, {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { resourceAttributes: { group: 'forklift.konveyor.io', resource: 'providers', namespace: ns, name: provider.metadata.name, verb: 'get' }, user: granted!.name, groups: granted!.groups },
+      });
+      return review.status?.allowed !== true;
+    });
+    assert.equal((await get(`${base}/vms`, { ca: sim.inventory.caPEM, token: granted!.token })).status, 200, 'within the TTL the cached pass stands');
+    assert.equal((await get(`${base}/vms`, { ca: sim.inventory.caPEM, token: other!.token })).status, 403, 'a token never let through is reviewed');
+    await rest.del(Role, ns, 'read-providers');
   });
 
   test('VMs are listed by id, name and path, and one VM carries the full vSphere model', async () => {

@@ -54,6 +54,8 @@ export async function closeServer(s: https.Server): Promise<void> {
 // ------------------------------------------------------------------ inventory
 
 export const INVENTORY_SECRET = 'forklift-inventory-serving-cert';
+/** DefaultAuth.TTL (kubev2v/forklift@v2.11.5 and v2.12.5:pkg/controller/provider/web/base/auth.go). */
+export const AUTH_TTL_MS = 10_000;
 
 export class Inventory {
   private readonly ctx: Ctx;
@@ -61,6 +63,8 @@ export class Inventory {
   private readonly server: https.Server;
   private ca: CA;
   private publishedCA: string;
+  /** Auth.cache: when each token last passed for a Provider (key token/namespace/name), kept for AUTH_TTL_MS. */
+  private readonly permitted = new Map<string, number>();
   url = '';
 
   constructor(ctx: Ctx, forklift: () => Forklift | undefined) {
@@ -108,13 +112,19 @@ export class Inventory {
   }
 
   /**
-   * Auth.permit (kubev2v/forklift@v2.11.5:pkg/controller/provider/web/base/auth.go): the bearer token must pass a
-   * TokenReview (else 401), and its user may `get` the Provider in its namespace by a SubjectAccessReview
-   * (else 403).
+   * Auth.Permit (kubev2v/forklift@v2.11.5 and v2.12.5:pkg/controller/provider/web/base/auth.go): the bearer
+   * token must pass a TokenReview (else 401), and its user may `get` the Provider in its namespace by a
+   * SubjectAccessReview (else 403). A pass is cached for DefaultAuth's TTL, 10 s, per token and Provider
+   * (key token/namespace/name): within it the same token is let through with no review, even if its RBAC
+   * was revoked meanwhile. Refusals are not cached; expired entries are pruned on every call.
    */
   private async authorize(req: IncomingMessage, p: Obj): Promise<number> {
+    const now = Date.now();
+    for (const [k, t] of this.permitted) if (now - t > AUTH_TTL_MS) this.permitted.delete(k);
     const m = /^Bearer\s+(\S+)$/.exec(req.headers.authorization ?? '');
     if (!m) return 401;
+    const key = `${m[1]}/${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`;
+    if (this.permitted.has(key)) return 200;
     const tr = await this.ctx.rest.post(R.TokenReview, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: m[1] } });
     if (tr.status?.authenticated !== true) return 401;
     const u = tr.status.user ?? {};
@@ -123,7 +133,9 @@ export class Inventory {
       kind: 'SubjectAccessReview',
       spec: { resourceAttributes: { group: 'forklift.konveyor.io', resource: 'providers', namespace: p.metadata.namespace, name: p.metadata.name, verb: 'get' }, user: u.username, groups: u.groups, uid: u.uid, extra: u.extra },
     });
-    return review.status?.allowed === true ? 200 : 403;
+    if (review.status?.allowed !== true) return 403;
+    this.permitted.set(key, Date.now());
+    return 200;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
