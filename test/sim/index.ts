@@ -119,19 +119,25 @@ function emptyStringsAccepted(s: Record<string, unknown>): void {
   if (s.additionalProperties && typeof s.additionalProperties === 'object') emptyStringsAccepted(s.additionalProperties as Record<string, unknown>);
 }
 
-/** Every stand-in CRD of test/crds, by component label (forklift | cdi | kubevirt | cozystack). */
+let parsedCRDs: Obj[] | undefined;
+
+/** Every stand-in CRD of test/crds, by component label (forklift | cdi | kubevirt | cozystack): fresh copies. */
 export function standInCRDs(component?: string): Obj[] {
-  const out: Obj[] = [];
-  for (const f of readdirSync(CRD_DIR).filter((x) => x.endsWith('.yaml')).sort()) {
-    // Each document parsed separately and fresh (YAML aliases share nodes within a document; the mark is idempotent).
-    for (const d of YAML.parseAllDocuments(readFileSync(join(CRD_DIR, f), 'utf8'))) {
-      const o = d.toJSON() as Obj | null;
-      if (o?.kind !== 'CustomResourceDefinition' || (component && o.metadata.labels?.['sim.cozystack.io/component'] !== component)) continue;
-      for (const v of (o.spec?.versions ?? []) as Array<{ schema?: { openAPIV3Schema?: Record<string, unknown> } }>) if (v.schema?.openAPIV3Schema) emptyStringsAccepted(v.schema.openAPIV3Schema);
-      out.push(o);
+  // The files are parsed once per process (a simulator start asks four times, and the YAML parse was a
+  // tenth of a short e2e file's CPU); every caller gets its own copies to change.
+  if (!parsedCRDs) {
+    parsedCRDs = [];
+    for (const f of readdirSync(CRD_DIR).filter((x) => x.endsWith('.yaml')).sort()) {
+      // Each document parsed separately (YAML aliases share nodes within a document; the mark is idempotent).
+      for (const d of YAML.parseAllDocuments(readFileSync(join(CRD_DIR, f), 'utf8'))) {
+        const o = d.toJSON() as Obj | null;
+        if (o?.kind !== 'CustomResourceDefinition') continue;
+        for (const v of (o.spec?.versions ?? []) as Array<{ schema?: { openAPIV3Schema?: Record<string, unknown> } }>) if (v.schema?.openAPIV3Schema) emptyStringsAccepted(v.schema.openAPIV3Schema);
+        parsedCRDs.push(o);
+      }
     }
   }
-  return out;
+  return structuredClone(parsedCRDs.filter((o) => !component || o.metadata.labels?.['sim.cozystack.io/component'] === component));
 }
 
 async function until(what: string, fn: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
