@@ -104,19 +104,25 @@ export async function freshNamespace(prefix = 'e2e', labels: Record<string, stri
 }
 
 /**
- * Deletes every namespace an owner made (freshNamespace's owner label; by default this process's) and waits,
- * at most `waitMs`, for the VMImportSources and VMImportTasks in them to be gone. A file calls it while its
- * controller and simulator still run, so their finalizers are answered: a source left behind would be
- * retried by every later file's controller on the shared plane, against a simulator that no longer knows
- * it. What is still there at the deadline is named on stderr and left to the namespace controller (the
- * file does not fail). `release` drops those two kinds' finalizers instead of waiting: the e2e runner's
- * sweep after a file has ended, whose controller is gone (else the next file's would act on them).
+ * Deletes every namespace an owner made (freshNamespace's owner label; by default this process's). A file
+ * calls it while its controller and simulator still run, so their finalizers are answered: a source left
+ * behind would be retried by every later file's controller on the shared plane, against a simulator that no
+ * longer knows it. The VMImportSources and VMImportTasks in those namespaces are deleted first and waited
+ * for, at most `waitMs`; the namespaces after them. What is still there at the deadline is named on stderr
+ * and left to the namespace controller (the file does not fail). `release` drops those two kinds'
+ * finalizers instead of waiting: the e2e runner's sweep after a file has ended, whose controller is gone
+ * (else the next file's would act on them).
+ *
+ * Why the objects go before their namespaces: at each pass over a deleted namespace kube-controller-manager's
+ * namespace controller rereads discovery (~30 GETs) and lists and deletes every namespaced kind the plane
+ * serves (~40 kinds, ~80 requests); a pass that still finds an object held by a finalizer passes again a few
+ * seconds later. A namespace deleted with its sources and tasks in it was passed over twice, and those
+ * passes were over a third of a shared plane's requests.
  */
 export async function deleteOwnedNamespaces(c: KubeClient, o: { owner?: string; waitMs?: number; release?: boolean } = {}): Promise<void> {
   const owned = await c.listAll(GVRs.Namespace, undefined, { labelSelector: `${OWNER_LABEL}=${o.owner ?? PROCESS_OWNER}` });
   const names = new Set(owned.items.filter((n) => !n.metadata!.deletionTimestamp).map((n) => n.metadata!.name!));
   if (names.size === 0) return;
-  await Promise.all([...names].map((n) => c.delete(GVRs.Namespace, undefined, n, { propagationPolicy: 'Background' })));
   const left = async (): Promise<Array<{ gvr: GVR; o: KubeObject }>> => {
     const out: Array<{ gvr: GVR; o: KubeObject }> = [];
     for (const gvr of [GVRs.VMImportTask, GVRs.VMImportSource]) {
@@ -124,6 +130,7 @@ export async function deleteOwnedNamespaces(c: KubeClient, o: { owner?: string; 
     }
     return out;
   };
+  const deleteNamespaces = (): Promise<unknown> => Promise.all([...names].map((n) => c.delete(GVRs.Namespace, undefined, n, { propagationPolicy: 'Background' })));
   if (o.release) {
     for (const { gvr, o: x } of await left()) {
       if (!x.metadata!.finalizers?.length) continue;
@@ -131,21 +138,25 @@ export async function deleteOwnedNamespaces(c: KubeClient, o: { owner?: string; 
         if (!isNotFound(e)) throw e;
       });
     }
+    await deleteNamespaces();
     return;
   }
   const waitMs = o.waitMs ?? 0;
-  if (waitMs <= 0) return;
-  const deadline = Date.now() + waitMs;
-  const intervals = waitIntervals();
-  let rest = await left();
-  while (rest.length > 0 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, intervals.next().value));
-    rest = await left();
+  if (waitMs > 0) {
+    let rest = await left();
+    await Promise.all(rest.filter(({ o: x }) => !x.metadata!.deletionTimestamp).map(({ gvr, o: x }) => c.delete(gvr, x.metadata!.namespace, x.metadata!.name!, { propagationPolicy: 'Background' })));
+    const deadline = Date.now() + waitMs;
+    const intervals = waitIntervals();
+    while (rest.length > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, intervals.next().value));
+      rest = await left();
+    }
+    if (rest.length > 0) {
+      const named = rest.map(({ gvr, o: x }) => `${gvr.kind} ${x.metadata!.namespace}/${x.metadata!.name}`);
+      console.error(`[e2e] still being deleted after ${Math.round(waitMs / 1000)} s (left to the namespace controller): ${named.join(', ')}`);
+    }
   }
-  if (rest.length > 0) {
-    const named = rest.map(({ gvr, o: x }) => `${gvr.kind} ${x.metadata!.namespace}/${x.metadata!.name}`);
-    console.error(`[e2e] still being deleted after ${Math.round(waitMs / 1000)} s (left to the namespace controller): ${named.join(', ')}`);
-  }
+  await deleteNamespaces();
 }
 
 /** Runs the machine's kubectl against the control plane (as admin unless a kubeconfig is given). */
