@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import YAML from 'yaml';
 import { ControlPlane, type ControlPlaneInfo } from './controlplane.ts';
@@ -233,9 +233,34 @@ export async function applyObjects(objs: k8s.KubernetesObject[], fieldManager = 
   client.close();
 }
 
+// The digest of the crds/ files our CRDs were last applied from, kept on each CRD: a file whose plane already
+// has exactly these (every file after the first on a shared plane) neither parses nor applies them. Each
+// such apply changed nothing, yet cost the file a YAML parse of both CRDs and kube-apiserver a decode,
+// merge and validation of each.
+const CRDS_DIGEST = 'e2e.migration-controller/crds-sha256';
+
 /** Installs our own CRDs (crds/), on this run's control plane or the one `kc` names. */
 export async function installOurCRDs(kc?: k8s.KubeConfig): Promise<void> {
-  await applyObjects(loadYamlObjects(join(REPO_ROOT, 'crds')), 'e2e', kc);
+  const dir = join(REPO_ROOT, 'crds');
+  const files = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort();
+  const hash = createHash('sha256');
+  for (const f of files) hash.update(f).update('\0').update(readFileSync(join(dir, f))).update('\0');
+  const digest = hash.digest('hex');
+  // crds/<group>_<plural>.yaml holds the CRD <plural>.<group> (src/api/models.ts crdSchema reads them so).
+  const names = files.map((f) => /^(.+?)_(.+)\.ya?ml$/.exec(f)).map((m) => (m ? `${m[2]}.${m[1]}` : undefined));
+  if (names.every((n) => n !== undefined)) {
+    const client = new KubeClient(kc ?? (await adminKubeConfig()));
+    try {
+      const current = await Promise.all(names.map((n) => client.get<KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }>(GVRs.CustomResourceDefinition, undefined, n)));
+      const same = (c: (typeof current)[number]): boolean =>
+        !!c && !c.metadata?.deletionTimestamp && c.metadata?.annotations?.[CRDS_DIGEST] === digest && !!c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True');
+      if (current.every(same)) return;
+    } finally {
+      client.close();
+    }
+  }
+  const objs = loadYamlObjects(dir).map((o) => (o.kind === 'CustomResourceDefinition' ? { ...o, metadata: { ...o.metadata, annotations: { ...(o.metadata?.annotations ?? {}), [CRDS_DIGEST]: digest } } } : o));
+  await applyObjects(objs, 'e2e', kc);
 }
 
 /** Cozystack's tenant access levels (test/fixtures/cozystack-tenant-roles.yaml), lowest first. */
