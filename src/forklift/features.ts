@@ -3,9 +3,6 @@
 // Plan on its own default — without `targetPowerState` a duplicate of a production VM could boot. Pure.
 import type { KubeObject } from '../runtime/kube.ts';
 
-/** The Plan CRD's name (forklift.konveyor.io, plural plans). */
-export const PLAN_CRD_NAME = 'plans.forklift.konveyor.io';
-
 /**
  * The Plan fields every Plan the controller renders depends on (src/forklift/plan.ts): the raw VDDK copy
  * (skipGuestConversion), the scaffolding VM never booting (targetPowerState), SATA/e1000e for unconverted

@@ -16,8 +16,13 @@ import type { KubeClient, KubeObject } from './kube.ts';
 
 export type InstallListener = (gvr: GVR, installed: boolean) => void;
 
+/** The part of a version's schema kept: its spec's top-level field names, and whether it keeps unknown fields. */
+interface SpecSchema {
+  properties?: { spec?: { properties?: Record<string, unknown>; 'x-kubernetes-preserve-unknown-fields'?: boolean } };
+}
+
 interface CRDLike extends KubeObject {
-  spec?: { group?: string; names?: { plural?: string }; versions?: Array<{ name: string; served?: boolean }> };
+  spec?: { group?: string; names?: { plural?: string }; versions?: Array<{ name: string; served?: boolean; schema?: { openAPIV3Schema?: SpecSchema } }> };
   status?: { conditions?: Array<{ type: string; status: string }> };
 }
 
@@ -60,17 +65,28 @@ export function crdServes(crd: CRDLike, gvr: GVR): boolean {
 }
 
 /**
- * What the cache keeps of a CRD: what crdServes reads, nothing of its schema. Pure (a new object; the
- * full one can be collected).
+ * What the cache keeps of a CRD: what crdServes reads and, of each version's schema, only the names of its
+ * spec's top-level fields (each as `{}`) and whether the spec keeps unknown fields — what feature detection
+ * reads (src/forklift/features.ts: which Plan fields this Forklift knows), so that no reconcile has to read a
+ * CRD of hundreds of kilobytes (Forklift's Plan) from the API server. Pure (a new object; the full one can
+ * be collected).
  */
 export function slimCRD(o: KubeObject): KubeObject {
   const c = o as CRDLike;
   const est = c.status?.conditions?.find((x) => x.type === 'Established');
+  const slimVersion = (v: NonNullable<NonNullable<CRDLike['spec']>['versions']>[number]): Record<string, unknown> => {
+    const spec = v.schema?.openAPIV3Schema?.properties?.spec;
+    if (!spec) return { name: v.name, served: v.served };
+    const kept: Record<string, unknown> = {};
+    if (spec.properties) kept.properties = Object.fromEntries(Object.keys(spec.properties).map((k) => [k, {}]));
+    if (spec['x-kubernetes-preserve-unknown-fields'] === true) kept['x-kubernetes-preserve-unknown-fields'] = true;
+    return { name: v.name, served: v.served, schema: { openAPIV3Schema: { properties: { spec: kept } } } };
+  };
   return {
     apiVersion: c.apiVersion,
     kind: c.kind,
     metadata: { name: c.metadata?.name, uid: c.metadata?.uid, resourceVersion: c.metadata?.resourceVersion, ...(c.metadata?.deletionTimestamp ? { deletionTimestamp: c.metadata.deletionTimestamp } : {}) },
-    spec: { group: c.spec?.group, names: { plural: c.spec?.names?.plural }, versions: (c.spec?.versions ?? []).map((v) => ({ name: v.name, served: v.served })) },
+    spec: { group: c.spec?.group, names: { plural: c.spec?.names?.plural }, versions: (c.spec?.versions ?? []).map(slimVersion) },
     status: { conditions: est ? [{ type: est.type, status: est.status }] : [] },
   };
 }
@@ -152,6 +168,16 @@ export class Discovery {
   installed(gvr: GVR): boolean {
     if (!gvr.optional) return true;
     return this.tracked.get(gvrKey(gvr))?.installed ?? false;
+  }
+
+  /**
+   * The CRD that serves a tracked kind, as the cache keeps it (slimCRD), while it is installed by a CRD;
+   * undefined otherwise (not tracked, not installed, served by an aggregated server or built in).
+   */
+  definition(gvr: GVR): KubeObject | undefined {
+    if (!this.installed(gvr) || !this.crds.hasSynced()) return undefined;
+    const c = this.crds.store.get(undefined, crdName(gvr)) as CRDLike | undefined;
+    return c && crdServes(c, gvr) ? c : undefined;
   }
 
   async start(): Promise<void> {

@@ -315,6 +315,7 @@ export class Manager {
       client: this.o.client,
       cache: <T extends KubeObject = KubeObject>(gvr: GVR) => this.cache<T>(gvr),
       installed: (gvr) => this.installed(gvr),
+      definition: (gvr) => this.discovery.definition(gvr),
       log,
       events: this.o.events,
       now: this.o.now ?? (() => new Date()),

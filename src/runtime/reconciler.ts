@@ -68,6 +68,11 @@ export interface ReconcileContext {
   cache<T extends KubeObject = KubeObject>(gvr: GVR): Cache<T> | undefined;
   /** True when the kind's CRD/API is currently served. */
   installed(gvr: GVR): boolean;
+  /**
+   * The CRD serving an installed kind as discovery caches it (names, served versions, each version's spec
+   * field names: runtime/discovery.ts slimCRD); undefined when no CRD serves it.
+   */
+  definition(gvr: GVR): KubeObject | undefined;
   log: Logger;
   events: EventRecorder;
   now(): Date;

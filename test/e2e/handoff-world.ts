@@ -27,6 +27,7 @@ export function ctxFor(c: KubeClient): ReconcileContext {
     client: c,
     cache: () => undefined,
     installed: () => true,
+    definition: () => undefined,
     log: pino({ level: 'silent' }),
     events: { event: () => undefined },
     now: () => new Date(),

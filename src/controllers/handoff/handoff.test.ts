@@ -175,7 +175,7 @@ function worldBeforeVMDisk(): { api: FakeAPI; input: (over?: Partial<HandoffInpu
 }
 
 function ctxOf(api: FakeAPI): ReconcileContext {
-  return { client: api.client(), cache: () => undefined, installed: () => true, log: pino({ level: 'silent' }), events: { event() {} } as unknown as ReconcileContext['events'], now: () => new Date('2026-12-03T12:00:00Z') };
+  return { client: api.client(), cache: () => undefined, installed: () => true, definition: () => undefined, log: pino({ level: 'silent' }), events: { event() {} } as unknown as ReconcileContext['events'], now: () => new Date('2026-12-03T12:00:00Z') };
 }
 
 test('the VMDisk’s create is announced in the task’s status before the VMDisk is created, and confirmed once it was', async () => {

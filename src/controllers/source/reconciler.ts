@@ -13,7 +13,7 @@ import {
 } from '../../api/labels.ts';
 import { API_VERSION, KIND_SOURCE, type TLSCredentials, type VMImportSource, type VMImportTask } from '../../api/types.ts';
 import type { ControllerConfig } from '../../config.ts';
-import { PLAN_CRD_NAME, forkliftTooOldMessage, missingPlanFields } from '../../forklift/features.ts';
+import { forkliftTooOldMessage, missingPlanFields } from '../../forklift/features.ts';
 import { InventoryError, pickerList, statusInventory, type InventoryClient } from '../../forklift/inventory.ts';
 import { defaultInventoryClient, inventoryCA } from '../../forklift/inventory-client.ts';
 import { inventoryEntry } from '../../forklift/assess.ts';
@@ -309,7 +309,10 @@ async function materialise(cfg: ControllerConfig, deps: SourcePass, stored: VMIm
   }
   // Feature detection before anything is materialised: a Forklift whose Plan lacks a field we rely on would
   // prune it silently and run the Plan on its own default (a scaffolding VM that boots, say).
-  const missing = ctx.installed(GVRs.Plan) ? missingPlanFields(await ctx.client.get(GVRs.CustomResourceDefinition, undefined, PLAN_CRD_NAME)) : undefined;
+  // Read from discovery's cache of the Plan CRD (its spec's field names only): the whole CRD is hundreds of
+  // kilobytes (kubev2v/forklift v2.11.5 and v2.12.5 operator/config/crd/bases/forklift.konveyor.io_plans.yaml,
+  // 228 and 236 KB of YAML), and every pass of every source would read it from the API server.
+  const missing = ctx.installed(GVRs.Plan) ? missingPlanFields(ctx.definition(GVRs.Plan)) : undefined;
   if (missing?.length) return gated({ reason: SourceReason.ForkliftTooOld, message: forkliftTooOldMessage(missing) });
   const providers = ctx.cache(GVRs.Provider);
   const hostsCache = ctx.cache(GVRs.Host);

@@ -43,7 +43,7 @@ test('an aggregated kind is watched only where its API lists it with list and wa
   assert.equal(servedAs(undefined, GVRs.VMDisk), 'absent', 'the group is not served');
 });
 
-test('discovery keeps of a CRD only what says whether it serves a kind, not its schema', async () => {
+test("discovery keeps of a CRD only what says whether it serves a kind and its spec's field names, none of its schema", async () => {
   const { slimCRD, crdName, apiServiceName, apiServiceAvailable } = await import('../../../src/runtime/discovery.ts');
   const schema = { openAPIV3Schema: { type: 'object', properties: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`f${i}`, { type: 'string', description: 'x'.repeat(500) }])) } };
   const full = crd({ spec: { group: 'forklift.konveyor.io', names: { plural: 'providers', kind: 'Provider' }, versions: [{ name: 'v1beta1', served: true, storage: true, schema }] } });
@@ -55,4 +55,35 @@ test('discovery keeps of a CRD only what says whether it serves a kind, not its 
   assert.equal(apiServiceName(GVRs.VMDisk), 'v1alpha1.apps.cozystack.io');
   assert.ok(apiServiceAvailable({ metadata: { name: 'v1alpha1.apps.cozystack.io' }, status: { conditions: [{ type: 'Available', status: 'True' }] } }));
   assert.ok(!apiServiceAvailable({ metadata: { name: 'v1alpha1.apps.cozystack.io' }, status: { conditions: [{ type: 'Available', status: 'False' }] } }));
+});
+
+test("feature detection reads the same from discovery's copy of Forklift's Plan CRD as from the whole CRD, which it does not keep", async () => {
+  const { slimCRD } = await import('../../../src/runtime/discovery.ts');
+  const { missingPlanFields } = await import('../../../src/forklift/features.ts');
+  const { standInCRDs } = await import('../../sim/index.ts');
+  type PlanCRD = { spec: { versions: Array<{ name: string; served?: boolean; schema: { openAPIV3Schema: { properties: { spec: Record<string, unknown> & { properties: Record<string, unknown> } } } } }> } };
+  const current = standInCRDs('forklift').find((c) => c.metadata.name === 'plans.forklift.konveyor.io') as unknown as PlanCRD & Record<string, unknown>;
+  const specOf = (c: PlanCRD) => c.spec.versions[0]!.schema.openAPIV3Schema.properties.spec;
+  // A 2.9-era Forklift: no targetPowerState, no deleteVmOnFailMigration.
+  const older = structuredClone(current);
+  delete specOf(older).properties.targetPowerState;
+  delete specOf(older).properties.deleteVmOnFailMigration;
+  // A spec that keeps unknown fields: nothing is pruned, nothing is missing.
+  const open = structuredClone(older);
+  specOf(open)['x-kubernetes-preserve-unknown-fields'] = true;
+  // v1beta1 no longer served: no answer.
+  const unserved = structuredClone(current);
+  unserved.spec.versions[0]!.served = false;
+  const cases = { current, older, open, unserved };
+  for (const [name, full] of Object.entries(cases)) {
+    assert.deepEqual(missingPlanFields(slimCRD(full as never)), missingPlanFields(full as never), name);
+  }
+  assert.deepEqual(missingPlanFields(slimCRD(older as never)), ['targetPowerState', 'deleteVmOnFailMigration']);
+  assert.deepEqual(missingPlanFields(slimCRD(current as never)), []);
+  assert.equal(missingPlanFields(slimCRD(unserved as never)), undefined);
+  const slim = JSON.stringify(slimCRD(current as never));
+  assert.ok(slim.length * 5 < JSON.stringify(current).length, `the copy is a fraction of the CRD: ${slim.length} of ${JSON.stringify(current).length} bytes`);
+  const kept = specOf(slimCRD(current as never) as unknown as PlanCRD).properties;
+  assert.deepEqual(Object.keys(kept), Object.keys(specOf(current).properties), 'every spec field is named');
+  assert.ok(Object.values(kept).every((v) => JSON.stringify(v) === '{}'), 'no schema beyond the field names');
 });
